@@ -1,0 +1,60 @@
+"""Defaults shared by the CLI, the runtimes, tests, deploy files and benchmarks.
+
+Everything that must agree across those places (ports, topic names, env var
+names) is defined once here; tests/test_compose.py checks docker-compose.yml
+against it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+DEFAULT_KAFKA_BOOTSTRAP = "localhost:9092"
+DEFAULT_BROKER_URL = "sqlite:///quotaflow.db"
+DEFAULT_HTTP_PORT = 6066
+
+INPUT_TOPIC = "quotaflow.events"
+DECISIONS_TOPIC = "quotaflow.decisions"
+SNAPSHOTS_TOPIC = "quotaflow.snapshots"
+
+ENV_BROKER_URL = "QUOTAFLOW_BROKER_URL"
+ENV_KAFKA_BOOTSTRAP = "QUOTAFLOW_KAFKA_BOOTSTRAP"
+ENV_HTTP_PORT = "QUOTAFLOW_HTTP_PORT"
+ENV_INPUT_TOPIC = "QUOTAFLOW_INPUT_TOPIC"
+ENV_DECISIONS_TOPIC = "QUOTAFLOW_DECISIONS_TOPIC"
+ENV_SNAPSHOTS_TOPIC = "QUOTAFLOW_SNAPSHOTS_TOPIC"
+# Test-only: turns "no Kafka broker available" from a skip into a failure.
+ENV_REQUIRE_KAFKA = "QUOTAFLOW_REQUIRE_KAFKA"
+
+
+def split_host_port(address: str) -> tuple[str, int]:
+    """"host:port" -> (host, port); also accepts a leading "kafka://"."""
+    address = address.removeprefix("kafka://").split(",")[0]
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"expected host:port, got {address!r}")
+    return host, int(port)
+
+
+@dataclass(frozen=True)
+class Settings:
+    broker_url: str = DEFAULT_BROKER_URL
+    kafka_bootstrap: str = DEFAULT_KAFKA_BOOTSTRAP
+    http_port: int = DEFAULT_HTTP_PORT
+    input_topic: str = INPUT_TOPIC
+    decisions_topic: str = DECISIONS_TOPIC
+    snapshots_topic: str = SNAPSHOTS_TOPIC
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        return cls(
+            broker_url=env.get(ENV_BROKER_URL) or DEFAULT_BROKER_URL,
+            kafka_bootstrap=env.get(ENV_KAFKA_BOOTSTRAP) or DEFAULT_KAFKA_BOOTSTRAP,
+            http_port=int(env.get(ENV_HTTP_PORT) or DEFAULT_HTTP_PORT),
+            input_topic=env.get(ENV_INPUT_TOPIC) or INPUT_TOPIC,
+            decisions_topic=env.get(ENV_DECISIONS_TOPIC) or DECISIONS_TOPIC,
+            snapshots_topic=env.get(ENV_SNAPSHOTS_TOPIC) or SNAPSHOTS_TOPIC,
+        )
