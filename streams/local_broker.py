@@ -435,7 +435,10 @@ def start_broker(
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            # Own process group: the terminal's Ctrl-C does not reach it, and
+            # one killpg takes down everything we started. Not a new session,
+            # because the watchdog must be able to join this group.
+            process_group=0,
         )
     _CHILDREN[proc.pid] = proc
     broker = LocalBroker(
