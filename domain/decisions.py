@@ -1,0 +1,80 @@
+"""The decision log's records (contract v1), as msgspec Structs.
+
+Field order is the wire order: `type` first (the tag), then `workload`, then `cause`, then the
+type's own fields. msgspec encodes Structs field by field and dicts in insertion order, so the
+engine builds every dict in sorted key order and the bytes are the same on every run.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class Cause(msgspec.Struct, frozen=True):
+    offset: int
+    index: int
+
+
+class PodSetAssignment(msgspec.Struct, frozen=True):
+    name: str
+    flavors: dict[str, str]
+    resourceUsage: dict[str, str]
+    count: int
+
+
+class Decision(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True, kw_only=True):
+    workload: str | None = None
+    cause: Cause
+
+
+class Admitted(Decision, tag="Admitted", kw_only=True):
+    clusterQueue: str
+    podSetAssignments: list[PodSetAssignment]
+
+
+class QuotaReserved(Decision, tag="QuotaReserved", kw_only=True):
+    clusterQueue: str
+    podSetAssignments: list[PodSetAssignment]
+
+
+class Pending(Decision, tag="Pending", kw_only=True):
+    reason: str
+    message: str
+
+
+class Preempted(Decision, tag="Preempted", kw_only=True):
+    preemptor: str
+    reason: str
+    message: str
+
+
+class Evicted(Decision, tag="Evicted", kw_only=True):
+    reason: str
+    message: str
+
+
+class Finished(Decision, tag="Finished", kw_only=True):
+    pass
+
+
+class Deleted(Decision, tag="Deleted", kw_only=True):
+    pass
+
+
+class Rejected(Decision, tag="Rejected", kw_only=True):
+    reason: str
+    message: str
+
+
+AnyDecision = Admitted | QuotaReserved | Pending | Preempted | Evicted | Finished | Deleted | Rejected
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(AnyDecision)
+
+
+def encode(decision: Decision) -> bytes:
+    return _encoder.encode(decision)
+
+
+def decode(data: bytes) -> AnyDecision:
+    return _decoder.decode(data)

@@ -1,0 +1,334 @@
+"""Flavor assignment: which ResourceFlavor each pod set gets, per resource group, and how it fits.
+
+Mirrors Kueue's flavorassigner: pod sets in spec order; per (pod set, resource group) one flavor,
+tried in the ClusterQueue's order; each flavor is classified per resource (fit, preempt or no fit,
+with the borrowing level), the worst resource represents the flavor, and flavorFungibility decides
+whether to stop or try the next flavor. Reasons from every tried flavor are kept, sorted, joined
+as Kueue joins them, so a Kueue user reads the same pending messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from domain import reasons
+from domain.objects import (
+    PREEMPTION_OVER_BORROWING,
+    TRY_NEXT_FLAVOR,
+    ClusterQueueSpec,
+    FlavorFungibility,
+    ResourceFlavor,
+    ResourceGroup,
+)
+from domain.quantity import format_amount
+from domain.quota import FR, QuotaNode, borrowing_level
+from domain.workload import PodSet, WorkloadSpec
+
+# Granular modes, worst to best (Kueue: noFit < noCandidates < preempt < reclaim < fit).
+NO_FIT = 0
+NO_CANDIDATES = 1
+PREEMPT = 2
+RECLAIM = 3
+FIT = 4
+
+# The external vocabulary, ordered NoFit < Preempt < Fit.
+MODE_NO_FIT = "NoFit"
+MODE_PREEMPT = "Preempt"
+MODE_FIT = "Fit"
+
+
+def external_mode(granular: int) -> str:
+    if granular == FIT:
+        return MODE_FIT
+    if granular == NO_FIT:
+        return MODE_NO_FIT
+    return MODE_PREEMPT
+
+
+@dataclass(frozen=True, slots=True)
+class GranularMode:
+    mode: int
+    borrow: int
+
+
+BEST = GranularMode(FIT, 0)
+WORST = GranularMode(NO_FIT, 1 << 30)
+
+# A preemption oracle answers: with this much requested of this flavor-resource, could
+# preemption make room? It returns the granular mode (RECLAIM, PREEMPT or NO_CANDIDATES)
+# and the borrowing level once the victims are gone.
+PreemptionOracle = Callable[[FR, int], tuple[int, int]]
+
+
+def no_preemption(fr: FR, value: int) -> tuple[int, int]:
+    return NO_CANDIDATES, 0
+
+
+def is_preferred(a: GranularMode, b: GranularMode, fungibility: FlavorFungibility) -> bool:
+    if a.mode == NO_FIT:
+        return False
+    if b.mode == NO_FIT:
+        return True
+    a_none = a.mode == NO_CANDIDATES
+    b_none = b.mode == NO_CANDIDATES
+    if a_none != b_none:
+        return not a_none
+    if fungibility.preference == PREEMPTION_OVER_BORROWING:
+        if a.borrow != b.borrow:
+            return a.borrow < b.borrow
+        return a.mode > b.mode
+    if a.mode != b.mode:
+        return a.mode > b.mode
+    return a.borrow < b.borrow
+
+
+def should_try_next_flavor(rep: GranularMode, fungibility: FlavorFungibility) -> bool:
+    if rep.mode in (NO_FIT, NO_CANDIDATES):
+        return True
+    if rep.mode in (PREEMPT, RECLAIM) and fungibility.when_can_preempt == TRY_NEXT_FLAVOR:
+        return True
+    return rep.borrow > 0 and fungibility.when_can_borrow == TRY_NEXT_FLAVOR
+
+
+@dataclass(slots=True)
+class PodSetResult:
+    name: str
+    count: int
+    requests: dict[str, int]  # pod-set totals, by resource
+    flavors: dict[str, str] = field(default_factory=dict)
+    modes: dict[str, int] = field(default_factory=dict)  # granular mode per resource
+    borrows: dict[str, int] = field(default_factory=dict)  # borrowing level per resource
+    reasons: list[str] = field(default_factory=list)
+    fits: bool = True
+
+    def message(self) -> str:
+        return ", ".join(sorted(self.reasons))
+
+
+@dataclass(slots=True)
+class Assignment:
+    pod_sets: list[PodSetResult]
+    mode: str = MODE_FIT
+    borrowing: int = 0
+    usage: dict[FR, int] = field(default_factory=dict)
+    no_fit_reason: str = ""
+
+    def message(self) -> str:
+        parts = [
+            f"couldn't assign flavors to pod set {ps.name}: {ps.message()}"
+            for ps in self.pod_sets
+            if ps.reasons and (not ps.fits or self.mode != MODE_FIT)
+        ]
+        return "; ".join(parts)
+
+    def preempt_frs(self) -> list[FR]:
+        """The flavor-resources that need preemption, in a stable order."""
+        out: list[FR] = []
+        for ps in self.pod_sets:
+            for res in sorted(ps.flavors):
+                if ps.modes.get(res, FIT) != FIT:
+                    fr = (ps.flavors[res], res)
+                    if fr not in out:
+                        out.append(fr)
+        return out
+
+
+@dataclass(slots=True)
+class _GroupResult:
+    flavors: dict[str, str]
+    modes: dict[str, int]
+    rep: GranularMode
+    reasons: list[str]
+    no_fit_reason: str
+
+
+class FlavorAssigner:
+    """Assigns flavors for one workload in one ClusterQueue against the current quota tree."""
+
+    def __init__(
+        self,
+        cq: ClusterQueueSpec,
+        node: QuotaNode,
+        resource_groups: Mapping[str, ResourceGroup],
+        flavors: Mapping[str, ResourceFlavor],
+        oracle: PreemptionOracle = no_preemption,
+        can_preempt_while_borrowing: bool = False,
+    ) -> None:
+        self.cq = cq
+        self.node = node
+        self.groups = resource_groups
+        self.flavors = flavors
+        self.oracle = oracle
+        self.can_preempt_while_borrowing = can_preempt_while_borrowing
+        self.quotas = cq.quotas()
+
+    def assign(self, wl: WorkloadSpec, counts: list[int] | None = None) -> Assignment:
+        result = Assignment(pod_sets=[])
+        worst = BEST
+        severity = 0
+        tracks_pods = "pods" in self.groups
+        for i, ps in enumerate(wl.pod_sets):
+            count = ps.count if counts is None else counts[i]
+            requests = ps.totals(count)
+            if tracks_pods:
+                requests["pods"] = count
+            psr = PodSetResult(ps.name, count, requests)
+            result.pod_sets.append(psr)
+            failed_reason = self._assign_pod_set(ps, psr, result.usage)
+            for res, flavor in psr.flavors.items():
+                fr = (flavor, res)
+                result.usage[fr] = result.usage.get(fr, 0) + requests.get(res, 0)
+            for res in psr.flavors:
+                mode = GranularMode(psr.modes[res], psr.borrows[res])
+                if is_preferred(worst, mode, self.cq.flavor_fungibility):
+                    worst = mode
+            if failed_reason is not None:
+                psr.fits = False
+                worst = WORST
+                severity = max(severity, reasons.NO_FIT_SEVERITY.get(failed_reason, 0))
+                break
+        result.mode = external_mode(worst.mode)
+        result.borrowing = max(
+            (ps.borrows[res] for ps in result.pod_sets for res in ps.flavors), default=0
+        )
+        if result.mode == MODE_NO_FIT:
+            by_severity = {v: k for k, v in reasons.NO_FIT_SEVERITY.items()}
+            result.no_fit_reason = by_severity.get(severity, reasons.WAITING_FOR_QUOTA)
+        elif result.mode == MODE_PREEMPT:
+            result.no_fit_reason = reasons.WAITING_FOR_QUOTA
+        return result
+
+    def _assign_pod_set(self, ps: PodSet, psr: PodSetResult, assigned: dict[FR, int]) -> str | None:
+        """Fill psr; return the NoFit reason if some resource group found no flavor."""
+        order = sorted(psr.requests, key=lambda r: (r in self.groups, self._group_index(r), r))
+        for res in order:
+            if res in psr.flavors:
+                continue
+            group = self.groups.get(res)
+            if group is None:
+                if psr.requests[res] == 0:
+                    continue
+                psr.reasons.append(f"resource {res} unavailable in ClusterQueue")
+                return reasons.NO_MATCHING_FLAVOR
+            covered = {r: psr.requests[r] for r in group.covered if r in psr.requests}
+            found = self._find_flavor(ps, group, covered, assigned)
+            psr.reasons.extend(found.reasons)
+            if not found.flavors:
+                return found.no_fit_reason or reasons.NO_MATCHING_FLAVOR
+            psr.flavors.update(found.flavors)
+            psr.modes.update(found.modes)
+            for r in found.flavors:
+                psr.borrows[r] = found.rep.borrow
+        return None
+
+    def _group_index(self, res: str) -> int:
+        group = self.groups.get(res)
+        if group is None:
+            return -1
+        return self.cq.resource_groups.index(group)
+
+    def _find_flavor(
+        self,
+        ps: PodSet,
+        group: ResourceGroup,
+        requests: dict[str, int],
+        assigned: dict[FR, int],
+    ) -> _GroupResult:
+        fungibility = self.cq.flavor_fungibility
+        reasons_out: list[str] = []
+        best: dict[str, str] = {}
+        best_modes: dict[str, int] = {}
+        best_mode = WORST
+        least_severe = 0
+        for fq in group.flavors:
+            fname = fq.name
+            problem = self._eligibility(ps, fname)
+            if problem is not None:
+                reasons_out.append(problem)
+                least_severe = _less_severe(least_severe, reasons.NO_MATCHING_FLAVOR)
+                continue
+            rep = BEST
+            flavor_reason = 0
+            chosen: dict[str, str] = {}
+            modes: dict[str, int] = {}
+            for res in sorted(requests):
+                fr = (fname, res)
+                mode, borrow, text, no_fit = self._fits(fr, assigned.get(fr, 0), requests[res])
+                if text:
+                    reasons_out.append(text)
+                if no_fit:
+                    flavor_reason = max(flavor_reason, reasons.NO_FIT_SEVERITY[no_fit])
+                candidate = GranularMode(mode, borrow)
+                if is_preferred(rep, candidate, fungibility):
+                    rep = candidate
+                if rep.mode == NO_FIT:
+                    continue
+                chosen[res] = fname
+                modes[res] = mode
+            if rep.mode == NO_FIT and flavor_reason:
+                least_severe = _less_severe(least_severe, _reason_of(flavor_reason))
+            if not should_try_next_flavor(rep, fungibility):
+                best, best_modes, best_mode = chosen, modes, rep
+                break
+            if is_preferred(rep, best_mode, fungibility):
+                best, best_modes, best_mode = chosen, modes, rep
+        if best_mode.mode == FIT:
+            reasons_out = []
+        no_fit_reason = _reason_of(least_severe) if least_severe else reasons.WAITING_FOR_QUOTA
+        return _GroupResult(best, best_modes, best_mode, reasons_out, no_fit_reason)
+
+    def _fits(self, fr: FR, assumed: int, request: int) -> tuple[int, int, str, str]:
+        """Kueue's fitsResourceQuota: (granular mode, borrowing level, reason text, NoFit reason)."""
+        flavor, res = fr
+        node = self.node
+        available = max(0, node.available(fr))
+        capacity = node.potential_available(fr)
+        value = assumed + request
+        if value > capacity:
+            text = (
+                f"insufficient quota for {res} in flavor {flavor}, previously considered podsets "
+                f"requests ({format_amount(res, assumed)}) + current podset request "
+                f"({format_amount(res, request)}) > maximum capacity ({format_amount(res, capacity)})"
+            )
+            return NO_FIT, 0, text, reasons.EXCEEDS_MAX_QUOTA
+        borrow, may_reclaim = borrowing_level(node, fr, value)
+        if value <= available:
+            return FIT, borrow, "", ""
+        text = (
+            f"insufficient unused quota for {res} in flavor {flavor}, "
+            f"{format_amount(res, value - available)} more needed"
+        )
+        quota = self.quotas.get(fr)
+        nominal = quota.nominal if quota is not None else 0
+        if nominal >= value or may_reclaim or self.can_preempt_while_borrowing:
+            mode, borrow_after = self.oracle(fr, value)
+            return mode, borrow_after, text, "" if mode != NO_FIT else reasons.WAITING_FOR_QUOTA
+        return NO_FIT, borrow, text, reasons.WAITING_FOR_QUOTA
+
+    def _eligibility(self, ps: PodSet, fname: str) -> str | None:
+        rf = self.flavors.get(fname)
+        if rf is None:
+            return f"flavor {fname} not found"
+        for taint in rf.node_taints:
+            if taint.effect not in ("NoSchedule", "NoExecute"):
+                continue
+            if not any(t.tolerates(taint) for t in ps.tolerations + rf.tolerations):
+                return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {fname}"
+        labels = dict(rf.node_labels)
+        for key, value in ps.node_selector:
+            if key in labels and labels[key] != value:
+                return f"flavor {fname} doesn't match node affinity"
+        return None
+
+
+def _less_severe(current: int, reason: str) -> int:
+    sev = reasons.NO_FIT_SEVERITY[reason]
+    return sev if current == 0 else min(current, sev)
+
+
+def _reason_of(severity: int) -> str:
+    for reason, sev in reasons.NO_FIT_SEVERITY.items():
+        if sev == severity:
+            return reason
+    return reasons.WAITING_FOR_QUOTA

@@ -1,0 +1,160 @@
+"""Moves of one workload between states: queued, parked, holding quota, gone.
+
+Shared by event handling (engine.py) and the admission cycle (scheduler.py). Every move that
+Kueue would report emits its decision here, so each transition has exactly one place that
+decides what the decision log says about it.
+"""
+
+from __future__ import annotations
+
+from domain import reasons
+from domain.decisions import Admitted, Evicted, Pending
+from domain.emitter import Emitter
+from domain.queues import Status
+from domain.quota import QuotaNode
+from domain.state import Admission, ClusterQueueState, State, WorkloadState
+
+
+def set_pending(state: State, out: Emitter, ws: WorkloadState, status: Status) -> None:
+    """Record why a workload waits; a decision only when the reason or message changes."""
+    if ws.last_status == status:
+        return
+    ws.last_status = status
+    out.emit(Pending, ws.key, reason=status[0], message=status[1])
+
+
+def equivalence_class(ws: WorkloadState) -> tuple[object, ...]:
+    return (ws.spec.namespace, ws.priority, ws.spec.shape())
+
+
+def park(state: State, ws: WorkloadState, on: str) -> None:
+    ws.parked_on = on
+    state.parked.setdefault(on, {})[ws.key] = None
+
+
+def unpark(state: State, ws: WorkloadState) -> None:
+    if ws.parked_on is None:
+        return
+    waiting = state.parked.get(ws.parked_on)
+    if waiting is not None:
+        waiting.pop(ws.key, None)
+        if not waiting:
+            del state.parked[ws.parked_on]
+    ws.parked_on = None
+
+
+def route(state: State, out: Emitter, ws: WorkloadState) -> None:
+    """Put a pending workload where it waits: its ClusterQueue's queue, or parked on what is missing."""
+    spec = ws.spec
+    lq = state.local_queues.get((spec.namespace, spec.queue_name))
+    if lq is None:
+        park(state, ws, f"lq:{spec.namespace}/{spec.queue_name}")
+        set_pending(state, out, ws, (reasons.MISCONFIGURED, reasons.MSG_LQ_MISSING.format(lq=spec.queue_name)))
+        return
+    if lq.stop_policy != "None":
+        park(state, ws, f"lq:{spec.namespace}/{spec.queue_name}")
+        set_pending(state, out, ws, (reasons.SUSPENDED, reasons.MSG_LQ_INACTIVE.format(lq=spec.queue_name)))
+        return
+    cq = state.cluster_queues.get(lq.cluster_queue)
+    if cq is None or cq.terminating:
+        park(state, ws, f"cq:{lq.cluster_queue}")
+        set_pending(state, out, ws, (reasons.MISCONFIGURED, reasons.MSG_CQ_MISSING.format(cq=lq.cluster_queue)))
+        return
+    ws.cluster_queue = cq.name
+    ws.queued = True
+    parked_status = cq.queue.push(ws.order_key, equivalence_class(ws))
+    if not cq.active:
+        set_pending(state, out, ws, (reasons.SUSPENDED, reasons.MSG_CQ_INACTIVE.format(cq=cq.name)))
+    elif parked_status is not None:
+        # Same shape as a head that just failed, and nothing changed since: same answer.
+        set_pending(state, out, ws, parked_status)
+    else:
+        state.ready[cq.name] = None
+
+
+def unroute(state: State, ws: WorkloadState) -> None:
+    """Take a pending workload out of wherever it waits."""
+    if ws.queued and ws.cluster_queue is not None:
+        state.cluster_queues[ws.cluster_queue].queue.remove(ws.order_key)
+        ws.queued = False
+        ws.cluster_queue = None
+    unpark(state, ws)
+
+
+def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, admission: Admission) -> None:
+    unroute(state, ws)
+    cq.node.add_usages(admission.usage)
+    cq.admitted[ws.key] = None
+    ws.cluster_queue = cq.name
+    ws.admission = admission
+    ws.last_status = None
+    out.emit(Admitted, ws.key, clusterQueue=cq.name, podSetAssignments=admission.pod_sets)
+    if cq.queue.is_ready():
+        state.ready[cq.name] = None
+
+
+def release(state: State, ws: WorkloadState) -> ClusterQueueState | None:
+    """Give back a workload's quota; returns the ClusterQueue it held quota in."""
+    admission = ws.admission
+    if admission is None:
+        return None
+    cq = state.cluster_queues[admission.cluster_queue]
+    cq.node.add_usages(admission.usage, -1)
+    cq.admitted.pop(ws.key, None)
+    ws.admission = None
+    ws.cluster_queue = None
+    return cq
+
+
+def evict(state: State, out: Emitter, ws: WorkloadState, reason: str, message: str, requeue: bool) -> None:
+    """Evict a workload holding quota, for a reason other than preemption."""
+    cq = release(state, ws)
+    out.emit(Evicted, ws.key, reason=reason, message=message)
+    if cq is not None:
+        wake_tree(state, cq)
+        drop_if_terminated(state, cq)
+    if requeue:
+        route(state, out, ws)
+
+
+def wake_tree(state: State, cq: ClusterQueueState) -> None:
+    """Something that could change admission happened in cq's cohort tree: retry its parked heads."""
+    root = cq.node.root()
+    if root is cq.node:
+        _wake(state, cq)
+        return
+    for node in _leaves(root):
+        member = state.cluster_queues.get(node.name)
+        if member is not None:
+            _wake(state, member)
+
+
+def wake_all(state: State) -> None:
+    for cq in state.cluster_queues.values():
+        _wake(state, cq)
+
+
+def _wake(state: State, cq: ClusterQueueState) -> None:
+    cq.queue.requeue_all()
+    if cq.active and cq.queue.is_ready():
+        state.ready[cq.name] = None
+
+
+def _leaves(node: QuotaNode) -> list[QuotaNode]:
+    out: list[QuotaNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.is_cluster_queue:
+            out.append(current)
+        else:
+            stack.extend(current.children[name] for name in sorted(current.children, reverse=True))
+    return out
+
+
+def drop_if_terminated(state: State, cq: ClusterQueueState) -> None:
+    """A deleted ClusterQueue lingers while workloads hold its quota, as Kueue's finalizer does."""
+    from domain.topology import remove_cluster_queue
+
+    if cq.terminating and not cq.admitted:
+        remove_cluster_queue(state, cq)

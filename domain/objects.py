@@ -1,0 +1,503 @@
+"""Kueue's configuration objects, parsed and validated as Kueue's webhooks and CRDs would.
+
+Each `parse_*` takes the decoded YAML/JSON object and returns an immutable spec, or raises
+`InvalidInput` with Kueue's own wording where Kueue has one. Both `kueue.x-k8s.io/v1beta1` and
+`v1beta2` field spellings are accepted (`cohort`/`cohortName`, `Borrow`/`MayStopSearch`, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain import reasons
+from domain.fields import Fields, InvalidInput
+from domain.quantity import QuantityError, amount
+from domain.selectors import LabelSelector, SelectorError
+
+FR = tuple[str, str]  # (flavor, resource)
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1alpha1")
+CONFIG_API = "config.kueue.x-k8s.io"
+
+BEST_EFFORT_FIFO = "BestEffortFIFO"
+STRICT_FIFO = "StrictFIFO"
+NEVER = "Never"
+LOWER_PRIORITY = "LowerPriority"
+LOWER_OR_NEWER_EQUAL = "LowerOrNewerEqualPriority"
+ANY = "Any"
+MAY_STOP_SEARCH = "MayStopSearch"
+TRY_NEXT_FLAVOR = "TryNextFlavor"
+BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption"
+PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+STOP_NONE = "None"
+HOLD = "Hold"
+HOLD_AND_DRAIN = "HoldAndDrain"
+CLASSICAL = "Classical"
+FAIR_SHARING = "FairSharing"
+
+
+def _invalid(message: str) -> InvalidInput:
+    return InvalidInput(reasons.INVALID_OBJECT, message)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceFlavor:
+    name: str
+    node_labels: tuple[tuple[str, str], ...] = ()
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceQuota:
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorQuotas:
+    name: str
+    resources: tuple[tuple[str, ResourceQuota], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    covered: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    within_cluster_queue: str = NEVER
+    reclaim_within_cohort: str = NEVER
+    borrow_within_cohort: str = NEVER
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorFungibility:
+    when_can_borrow: str = MAY_STOP_SEARCH
+    when_can_preempt: str = TRY_NEXT_FLAVOR
+    preference: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionCheckRule:
+    name: str
+    on_flavors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueueSpec:
+    name: str
+    cohort: str | None
+    namespace_selector: LabelSelector
+    queueing_strategy: str
+    resource_groups: tuple[ResourceGroup, ...]
+    preemption: Preemption
+    flavor_fungibility: FlavorFungibility
+    stop_policy: str
+    fair_weight: int  # milli-weight: fairSharing.weight as a quantity, in milli-units
+    admission_checks: tuple[AdmissionCheckRule, ...]
+
+    def quotas(self) -> dict[FR, ResourceQuota]:
+        out: dict[FR, ResourceQuota] = {}
+        for group in self.resource_groups:
+            for flavor in group.flavors:
+                for resource, quota in flavor.resources:
+                    out[(flavor.name, resource)] = quota
+        return out
+
+    def flavor_names(self) -> tuple[str, ...]:
+        return tuple(f.name for g in self.resource_groups for f in g.flavors)
+
+
+@dataclass(frozen=True, slots=True)
+class CohortSpec:
+    name: str
+    parent: str | None
+    resource_groups: tuple[ResourceGroup, ...]
+    fair_weight: int
+
+    def quotas(self) -> dict[FR, ResourceQuota]:
+        out: dict[FR, ResourceQuota] = {}
+        for group in self.resource_groups:
+            for flavor in group.flavors:
+                for resource, quota in flavor.resources:
+                    out[(flavor.name, resource)] = quota
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueueSpec:
+    namespace: str
+    name: str
+    cluster_queue: str
+    stop_policy: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPriorityClass:
+    name: str
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionCheckSpec:
+    name: str
+    controller_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceSpec:
+    name: str
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """The parts of Kueue's Configuration that change admission decisions."""
+
+    preemption_policy: str = CLASSICAL
+    fair_sharing_strategies: tuple[str, ...] = (
+        "LessThanOrEqualToFinalShare",
+        "LessThanInitialShare",
+    )
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+ConfigObject = (
+    ResourceFlavor
+    | ClusterQueueSpec
+    | CohortSpec
+    | LocalQueueSpec
+    | WorkloadPriorityClass
+    | AdmissionCheckSpec
+    | NamespaceSpec
+    | Configuration
+)
+
+NAMESPACED_KINDS = ("LocalQueue",)
+KINDS = (
+    "ResourceFlavor",
+    "ClusterQueue",
+    "LocalQueue",
+    "Cohort",
+    "WorkloadPriorityClass",
+    "AdmissionCheck",
+    "Namespace",
+    "Configuration",
+)
+
+
+# --------------------------------------------------------------------------------------------
+def _quantity(f: Fields, key: str, resource: str) -> int:
+    raw = f.raw(key)
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        raise f.fail(key, f"expected a quantity, got {raw!r}")
+    try:
+        value = amount(resource, raw)
+    except QuantityError as exc:
+        raise f.fail(key, str(exc)) from None
+    if value < 0:
+        raise f.fail(key, "must be greater than or equal to 0")
+    return value
+
+
+def _opt_quantity(f: Fields, key: str, resource: str) -> int | None:
+    if not f.has(key):
+        return None
+    return _quantity(f, key, resource)
+
+
+def _name(meta: Fields) -> str:
+    name = meta.str("name")
+    if not name:
+        raise meta.fail("name", "required value")
+    return name
+
+
+def _resource_groups(spec: Fields, is_cluster_queue: bool) -> tuple[ResourceGroup, ...]:
+    groups: list[ResourceGroup] = []
+    seen_resources: set[str] = set()
+    seen_flavors: set[str] = set()
+    for g in spec.objects("resourceGroups"):
+        covered = g.str_list("coveredResources")
+        if not covered:
+            raise g.fail("coveredResources", "Required value")
+        for i, res in enumerate(covered):
+            if res in seen_resources:
+                raise g.fail(f"coveredResources[{i}]", f'Duplicate value: "{res}"')
+            seen_resources.add(res)
+        flavors: list[FlavorQuotas] = []
+        for fq in g.objects("flavors"):
+            fname = fq.str("name")
+            if fname in seen_flavors:
+                raise fq.fail("name", f'Duplicate value: "{fname}"')
+            seen_flavors.add(fname)
+            items = fq.objects("resources")
+            if len(items) != len(covered):
+                raise fq.fail(
+                    "resources",
+                    "flavors must have the same number of resources as the coveredResources",
+                )
+            quotas: list[tuple[str, ResourceQuota]] = []
+            for i, r in enumerate(items):
+                rname = r.str("name")
+                if rname != covered[i]:
+                    raise r.fail("name", f'Invalid value: "{rname}": must match the name in coveredResources')
+                nominal = _quantity(r, "nominalQuota", rname)
+                borrowing = _opt_quantity(r, "borrowingLimit", rname)
+                lending = _opt_quantity(r, "lendingLimit", rname)
+                if is_cluster_queue and lending is not None and lending > nominal:
+                    raise r.fail("lendingLimit", "must be less than or equal to the nominalQuota")
+                quotas.append((rname, ResourceQuota(nominal, borrowing, lending)))
+            flavors.append(FlavorQuotas(fname, tuple(quotas)))
+        if not flavors:
+            raise g.fail("flavors", "Required value")
+        groups.append(ResourceGroup(tuple(covered), tuple(flavors)))
+    return tuple(groups)
+
+
+def _has_limits(groups: tuple[ResourceGroup, ...]) -> bool:
+    return any(
+        q.borrowing_limit is not None or q.lending_limit is not None
+        for g in groups
+        for f in g.flavors
+        for _, q in f.resources
+    )
+
+
+def _fair_weight(spec: Fields) -> int:
+    fs = spec.opt_sub("fairSharing")
+    if fs is None or not fs.has("weight"):
+        return 1000
+    weight = _quantity(fs, "weight", "cpu")  # milli-units, like cpu
+    return weight
+
+
+def _selector(spec: Fields, key: str) -> LabelSelector:
+    raw = spec.raw(key)
+    if raw is not None and not isinstance(raw, Mapping):
+        raise spec.fail(key, "expected an object")
+    try:
+        return LabelSelector.parse(raw)
+    except SelectorError as exc:
+        raise spec.fail(key, str(exc)) from None
+
+
+def parse_resource_flavor(obj: Fields) -> ResourceFlavor:
+    name = _name(obj.sub("metadata"))
+    spec = obj.sub("spec")
+    taints = tuple(
+        Taint(t.str("key"), t.str("value", ""), t.enum("effect", ("NoSchedule", "PreferNoSchedule", "NoExecute"), "NoSchedule"))
+        for t in spec.objects("nodeTaints")
+    )
+    tolerations = tuple(_toleration(t) for t in spec.objects("tolerations"))
+    return ResourceFlavor(name, tuple(spec.str_map("nodeLabels").items()), taints, tolerations)
+
+
+def _toleration(t: Fields) -> Toleration:
+    return Toleration(
+        t.str("key", ""),
+        t.enum("operator", ("Exists", "Equal"), "Equal"),
+        t.str("value", ""),
+        t.str("effect", ""),
+    )
+
+
+def parse_cluster_queue(obj: Fields) -> ClusterQueueSpec:
+    name = _name(obj.sub("metadata"))
+    spec = obj.sub("spec")
+    cohort = spec.opt_str("cohortName") or spec.opt_str("cohort") or None
+    groups = _resource_groups(spec, is_cluster_queue=True)
+    if cohort is None and _has_limits(groups):
+        raise spec.fail("resourceGroups", "borrowingLimit and lendingLimit must be nil when cohort is empty")
+    pre = spec.sub("preemption")
+    bwc = pre.sub("borrowWithinCohort")
+    preemption = Preemption(
+        pre.enum("withinClusterQueue", (NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL), NEVER),
+        pre.enum("reclaimWithinCohort", (NEVER, LOWER_PRIORITY, ANY), NEVER),
+        bwc.enum("policy", (NEVER, LOWER_PRIORITY), NEVER),
+        bwc.opt_int("maxPriorityThreshold"),
+    )
+    if preemption.reclaim_within_cohort == NEVER and preemption.borrow_within_cohort != NEVER:
+        raise pre.fail("borrowWithinCohort", "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+    ff = spec.sub("flavorFungibility")
+    borrow = ff.enum("whenCanBorrow", ("Borrow", MAY_STOP_SEARCH, TRY_NEXT_FLAVOR), MAY_STOP_SEARCH)
+    preempt = ff.enum("whenCanPreempt", ("Preempt", MAY_STOP_SEARCH, TRY_NEXT_FLAVOR), TRY_NEXT_FLAVOR)
+    fungibility = FlavorFungibility(
+        TRY_NEXT_FLAVOR if borrow == TRY_NEXT_FLAVOR else MAY_STOP_SEARCH,
+        TRY_NEXT_FLAVOR if preempt == TRY_NEXT_FLAVOR else MAY_STOP_SEARCH,
+        ff.opt_str("preference"),
+    )
+    if fungibility.preference is not None:
+        if fungibility.preference not in (BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING):
+            raise ff.fail("preference", f'Unsupported value: "{fungibility.preference}"')
+        if not (fungibility.when_can_borrow == TRY_NEXT_FLAVOR and fungibility.when_can_preempt == TRY_NEXT_FLAVOR):
+            raise ff.fail("preference", "can only be set when whenCanBorrow and whenCanPreempt are TryNextFlavor")
+    checks = _admission_checks(spec, groups)
+    return ClusterQueueSpec(
+        name=name,
+        cohort=cohort,
+        namespace_selector=_selector(spec, "namespaceSelector"),
+        queueing_strategy=spec.enum("queueingStrategy", (BEST_EFFORT_FIFO, STRICT_FIFO), BEST_EFFORT_FIFO),
+        resource_groups=groups,
+        preemption=preemption,
+        flavor_fungibility=fungibility,
+        stop_policy=spec.enum("stopPolicy", (STOP_NONE, HOLD, HOLD_AND_DRAIN), STOP_NONE),
+        fair_weight=_fair_weight(spec),
+        admission_checks=checks,
+    )
+
+
+def _admission_checks(spec: Fields, groups: tuple[ResourceGroup, ...]) -> tuple[AdmissionCheckRule, ...]:
+    names = spec.str_list("admissionChecks")
+    strategy = spec.opt_sub("admissionChecksStrategy")
+    if names and strategy is not None:
+        raise spec.fail("admissionChecks", "Either AdmissionChecks or AdmissionCheckStrategy can be set, but not both")
+    if strategy is None:
+        return tuple(AdmissionCheckRule(n) for n in names)
+    flavors = {f.name for g in groups for f in g.flavors}
+    rules: list[AdmissionCheckRule] = []
+    for rule in strategy.objects("admissionChecks"):
+        on = rule.str_list("onFlavors")
+        for i, fl in enumerate(on):
+            if fl not in flavors:
+                raise rule.fail(f"onFlavors[{i}]", f'Invalid value: "{fl}": must be one of the ClusterQueue flavors')
+        rules.append(AdmissionCheckRule(rule.str("name"), tuple(on)))
+    return tuple(rules)
+
+
+def parse_cohort(obj: Fields) -> CohortSpec:
+    name = _name(obj.sub("metadata"))
+    spec = obj.sub("spec")
+    parent = spec.opt_str("parentName") or spec.opt_str("parent") or None
+    groups = _resource_groups(spec, is_cluster_queue=False)
+    if parent is None and _has_limits(groups):
+        raise spec.fail("resourceGroups", "borrowingLimit and lendingLimit must be nil when parent is empty")
+    if parent == name:
+        raise spec.fail("parentName", "a Cohort cannot be its own parent")
+    return CohortSpec(name, parent, groups, _fair_weight(spec))
+
+
+def parse_local_queue(obj: Fields) -> LocalQueueSpec:
+    meta = obj.sub("metadata")
+    spec = obj.sub("spec")
+    return LocalQueueSpec(
+        meta.str("namespace", "default"),
+        _name(meta),
+        spec.str("clusterQueue"),
+        spec.enum("stopPolicy", (STOP_NONE, HOLD, HOLD_AND_DRAIN), STOP_NONE),
+    )
+
+
+def parse_priority_class(obj: Fields) -> WorkloadPriorityClass:
+    value = obj.int("value")
+    if not -(2**31) <= value < 2**31:
+        raise obj.fail("value", "must be a 32-bit integer")
+    return WorkloadPriorityClass(_name(obj.sub("metadata")), value)
+
+
+def parse_admission_check(obj: Fields) -> AdmissionCheckSpec:
+    spec = obj.sub("spec")
+    return AdmissionCheckSpec(_name(obj.sub("metadata")), spec.str("controllerName", ""))
+
+
+def parse_namespace(obj: Fields) -> NamespaceSpec:
+    meta = obj.sub("metadata")
+    name = _name(meta)
+    labels = meta.str_map("labels")
+    labels["kubernetes.io/metadata.name"] = name
+    return NamespaceSpec(name, tuple(sorted(labels.items())))
+
+
+def parse_configuration(obj: Fields) -> Configuration:
+    fs = obj.opt_sub("fairSharing")
+    policy = CLASSICAL
+    strategies = Configuration().fair_sharing_strategies
+    if fs is not None and fs.bool("enable", True):
+        policy = FAIR_SHARING
+        listed = fs.str_list("preemptionStrategies")
+        allowed = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+        for i, s in enumerate(listed):
+            if s not in allowed:
+                raise fs.fail(f"preemptionStrategies[{i}]", f'Unsupported value: "{s}"')
+        if listed:
+            strategies = tuple(listed)
+    # quotaflow's own spelling: `preemptionPolicy: Classical | FairSharing`.
+    explicit = obj.opt_str("preemptionPolicy")
+    if explicit is not None:
+        if explicit not in (CLASSICAL, FAIR_SHARING):
+            raise obj.fail("preemptionPolicy", f'Unsupported value: "{explicit}"')
+        policy = explicit
+    return Configuration(policy, strategies)
+
+
+_PARSERS = {
+    "ResourceFlavor": parse_resource_flavor,
+    "ClusterQueue": parse_cluster_queue,
+    "LocalQueue": parse_local_queue,
+    "Cohort": parse_cohort,
+    "WorkloadPriorityClass": parse_priority_class,
+    "AdmissionCheck": parse_admission_check,
+    "Namespace": parse_namespace,
+    "Configuration": parse_configuration,
+}
+
+
+def parse_object(raw: object) -> ConfigObject:
+    """Parse one Kueue object; raises `InvalidInput` (reason UnknownKind or InvalidObject)."""
+    obj = Fields(raw, "object", reasons.INVALID_OBJECT)
+    kind = obj.str("kind")
+    parser = _PARSERS.get(kind)
+    if parser is None:
+        raise InvalidInput(
+            reasons.UNKNOWN_KIND,
+            f'object.kind: unknown kind "{kind}"; expected one of {", ".join(KINDS)}',
+        )
+    api = obj.str("apiVersion", "")
+    if kind == "Namespace":
+        expected: tuple[str, ...] = ("v1",)
+    elif kind == "Configuration":
+        expected = (f"{CONFIG_API}/v1beta1", f"{CONFIG_API}/v1beta2")
+    else:
+        expected = KUEUE_VERSIONS
+    if api and api not in expected:
+        raise obj.fail("apiVersion", f'unsupported apiVersion "{api}" for kind {kind}')
+    try:
+        return parser(obj)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.reason, f"{kind}: {exc.message}") from None
+
+
+def object_key(kind: str, name: str, namespace: str | None = None) -> str:
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"

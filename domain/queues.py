@@ -1,0 +1,142 @@
+"""A ClusterQueue's pending workloads: Kueue's ordering and its two queueing strategies.
+
+Order: higher priority first, then earlier queue-order time, then position in the input log.
+
+BestEffortFIFO parks a head that cannot be admitted and moves on. Kueue parks workloads one by
+one and, with scheduling-equivalence hashing, parks every workload with the same shape at once;
+here pending workloads are grouped into equivalence classes (namespace, priority, pod-set shape)
+from the start, so parking, and unparking on a cohort change, cost one step per class instead of
+one per workload. That is what keeps an event's cost independent of the pending backlog.
+
+StrictFIFO does not park: a head that cannot be admitted blocks the queue until something that
+could change the answer happens (`requeue_all`). The one exception, as in Kueue, is a head whose
+namespace the ClusterQueue does not select: it is parked (with its class) and does not block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+from sortedcontainers import SortedList
+
+OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
+Status = tuple[str, str]  # (reason, message)
+
+
+class PendingQueue:
+    __slots__ = ("strict", "members", "classes", "class_of", "ready", "parked", "blocked")
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.members: Any = SortedList()  # every pending OrderKey, for StrictFIFO heads and positions
+        self.classes: dict[Hashable, Any] = {}  # class -> SortedList[OrderKey]
+        self.class_of: dict[str, Hashable] = {}  # workload key -> class
+        self.ready: Any = SortedList()  # (head OrderKey, class) of classes worth trying
+        self.parked: dict[Hashable, Status] = {}  # class -> why its head failed
+        self.blocked = False
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def __contains__(self, wl_key: str) -> bool:
+        return wl_key in self.class_of
+
+    def keys(self) -> Iterator[OrderKey]:
+        return iter(self.members)
+
+    def position(self, key: OrderKey) -> int:
+        return int(self.members.index(key))
+
+    # -- membership -----------------------------------------------------------------------
+    def push(self, key: OrderKey, cls: Hashable) -> Status | None:
+        """Add a workload; returns the parked status of its class if it joins a parked class."""
+        self.members.add(key)
+        wl = key[3]
+        self.class_of[wl] = cls
+        members = self.classes.get(cls)
+        if members is None:
+            members = self.classes[cls] = SortedList()
+        old_head = members[0] if members else None
+        members.add(key)
+        parked = self.parked.get(cls)
+        if self.strict:
+            return parked
+        if parked is not None:
+            return parked
+        if old_head is None:
+            self.ready.add((key, cls))
+        elif key < old_head:
+            self.ready.remove((old_head, cls))
+            self.ready.add((key, cls))
+        return None
+
+    def remove(self, key: OrderKey) -> None:
+        wl = key[3]
+        cls = self.class_of.pop(wl)
+        self.members.remove(key)
+        members = self.classes[cls]
+        was_head = members[0] == key
+        members.remove(key)
+        if not members:
+            del self.classes[cls]
+            self.parked.pop(cls, None)
+        if self.strict or not was_head or cls in self.parked:
+            return
+        self.ready.remove((key, cls))
+        if members:
+            self.ready.add((members[0], cls))
+
+    # -- scheduling -----------------------------------------------------------------------
+    def head(self) -> OrderKey | None:
+        if self.strict:
+            if self.blocked:
+                return None
+            for key in self.members:
+                if self.class_of[key[3]] not in self.parked:
+                    return key  # type: ignore[no-any-return]
+            return None
+        if not self.ready:
+            return None
+        return self.ready[0][0]  # type: ignore[no-any-return]
+
+    def park_head(self, status: Status, blocks: bool = True) -> None:
+        """The head could not be admitted and nothing will change that until `requeue_all`.
+
+        In StrictFIFO a parked head blocks the queue unless `blocks` is false.
+        """
+        key = self.head()
+        if key is None:
+            return
+        cls = self.class_of[key[3]]
+        if self.strict:
+            if blocks:
+                self.blocked = True
+            else:
+                self.parked[cls] = status
+            return
+        self.ready.remove((key, cls))
+        self.parked[cls] = status
+
+    def requeue_all(self) -> bool:
+        """Something that could change the answer happened; returns whether anything woke up."""
+        if self.strict:
+            woke = (self.blocked or bool(self.parked)) and bool(self.members)
+            self.blocked = False
+            self.parked.clear()
+            return woke
+        if not self.parked:
+            return False
+        for cls in self.parked:
+            self.ready.add((self.classes[cls][0], cls))
+        self.parked.clear()
+        return True
+
+    def is_ready(self) -> bool:
+        return self.head() is not None
+
+    def parked_status(self, wl_key: str) -> Status | None:
+        cls = self.class_of.get(wl_key)
+        if cls is None:
+            return None
+        return self.parked.get(cls)

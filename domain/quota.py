@@ -1,0 +1,171 @@
+"""The quota tree: ClusterQueues are leaves, Cohorts inner nodes; Kueue's resource-node formulas.
+
+Every node keeps, per (flavor, resource): its nominal quota, optional borrowing and lending limits,
+its subtree quota, and its usage as seen by its parent. Usage changes bubble up the path to the
+root, so one admission costs O(depth × resources it uses), independent of the cluster's size.
+
+The formulas (Kueue pkg/cache/scheduler/resource_node.go):
+  SubtreeQuota(CQ) = Nominal;  SubtreeQuota(C) = Nominal(C) + Σ children (SubtreeQuota(c) − localQuota(c))
+  localQuota(n)    = max(0, SubtreeQuota(n) − LendingLimit(n)) when a lending limit is set, else 0
+  Usage(C)         = Σ children max(0, Usage(c) − localQuota(c))
+  available(n)     = LocalAvailable(n) + min(available(parent), borrowing headroom of n)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+FR = tuple[str, str]
+
+
+class QuotaNode:
+    __slots__ = (
+        "name",
+        "is_cluster_queue",
+        "parent",
+        "children",
+        "nominal",
+        "borrowing_limit",
+        "lending_limit",
+        "subtree",
+        "usage",
+        "tree_height",
+    )
+
+    def __init__(self, name: str, is_cluster_queue: bool) -> None:
+        self.name = name
+        self.is_cluster_queue = is_cluster_queue
+        self.parent: QuotaNode | None = None
+        self.children: dict[str, QuotaNode] = {}
+        self.nominal: dict[FR, int] = {}
+        self.borrowing_limit: dict[FR, int] = {}
+        self.lending_limit: dict[FR, int] = {}
+        self.subtree: dict[FR, int] = {}
+        self.usage: dict[FR, int] = {}
+        self.tree_height = 0  # longest distance to a leaf; kept by recompute()
+
+    # -- structure --------------------------------------------------------------------------
+    def root(self) -> QuotaNode:
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def ancestors(self) -> Iterator[QuotaNode]:
+        node = self.parent
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def height(self) -> int:
+        return self.tree_height
+
+    def set_quotas(
+        self,
+        nominal: dict[FR, int],
+        borrowing_limit: dict[FR, int],
+        lending_limit: dict[FR, int],
+    ) -> None:
+        self.nominal = nominal
+        self.borrowing_limit = borrowing_limit
+        self.lending_limit = lending_limit
+
+    # -- formulas ---------------------------------------------------------------------------
+    def local_quota(self, fr: FR) -> int:
+        ll = self.lending_limit.get(fr)
+        if ll is None:
+            return 0
+        return max(0, self.subtree.get(fr, 0) - ll)
+
+    def local_available(self, fr: FR) -> int:
+        return max(0, self.local_quota(fr) - self.usage.get(fr, 0))
+
+    def available(self, fr: FR) -> int:
+        """Kueue's available(): what this node could still take, through its ancestors."""
+        parent = self.parent
+        if parent is None:
+            return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
+        headroom = parent.available(fr)
+        bl = self.borrowing_limit.get(fr)
+        local = self.local_quota(fr)
+        usage = self.usage.get(fr, 0)
+        if bl is not None:
+            lendable = self.subtree.get(fr, 0) - local
+            headroom = min(headroom, lendable - max(0, usage - local) + bl)
+        return max(0, local - usage) + headroom
+
+    def potential_available(self, fr: FR) -> int:
+        """What this node could take if the whole tree were idle (Kueue's potentialAvailable)."""
+        parent = self.parent
+        if parent is None:
+            return self.subtree.get(fr, 0)
+        value = self.local_quota(fr) + parent.potential_available(fr)
+        bl = self.borrowing_limit.get(fr)
+        if bl is not None:
+            value = min(value, self.subtree.get(fr, 0) + bl)
+        return value
+
+    def borrowing_with(self, fr: FR, extra: int) -> bool:
+        return self.usage.get(fr, 0) + extra > self.subtree.get(fr, 0)
+
+    # -- usage ------------------------------------------------------------------------------
+    def add_usage(self, fr: FR, delta: int) -> None:
+        """Add (or, negative, remove) usage; the parent sees only what exceeds localQuota."""
+        node: QuotaNode | None = self
+        while node is not None and delta != 0:
+            local = node.local_quota(fr)
+            before = node.usage.get(fr, 0)
+            after = before + delta
+            if after:
+                node.usage[fr] = after
+            else:
+                node.usage.pop(fr, None)
+            delta = max(0, after - local) - max(0, before - local)
+            node = node.parent
+
+    def add_usages(self, usage: dict[FR, int], sign: int = 1) -> None:
+        for fr, value in usage.items():
+            self.add_usage(fr, sign * value)
+
+
+def recompute(root: QuotaNode) -> None:
+    """Rebuild subtree quotas and cohort usages bottom-up after a configuration change."""
+    _recompute(root)
+
+
+def _recompute(node: QuotaNode) -> None:
+    if node.is_cluster_queue:
+        node.subtree = dict(node.nominal)
+        node.tree_height = 0
+        return
+    subtree = dict(node.nominal)
+    usage: dict[FR, int] = {}
+    for name in sorted(node.children):
+        child = node.children[name]
+        _recompute(child)
+        for fr, value in child.subtree.items():
+            lent = value - child.local_quota(fr)
+            if lent:
+                subtree[fr] = subtree.get(fr, 0) + lent
+        for fr, value in child.usage.items():
+            visible = max(0, value - child.local_quota(fr))
+            if visible:
+                usage[fr] = usage.get(fr, 0) + visible
+    node.subtree = subtree
+    node.usage = usage
+    node.tree_height = 1 + max((c.tree_height for c in node.children.values()), default=-1)
+
+
+def borrowing_level(cq: QuotaNode, fr: FR, value: int) -> tuple[int, bool]:
+    """Kueue's FindHeightOfLowestSubtreeThatFits: 0 when no borrowing is needed.
+
+    The second value says whether quota could be reclaimed inside the hierarchy.
+    """
+    if cq.parent is None or not cq.borrowing_with(fr, value):
+        return 0, cq.parent is not None
+    remaining = value - cq.local_available(fr)
+    for node in cq.ancestors():
+        if not node.borrowing_with(fr, remaining):
+            return node.height(), node.parent is not None
+        remaining -= node.local_available(fr)
+    return cq.root().height(), False

@@ -1,0 +1,103 @@
+"""The engine's state: what the input log has folded into so far.
+
+Plain containers only; the rules that change them live in `engine.py` (event handling) and
+`scheduler.py` (the admission cycle). Every mapping here is a dict, iterated in insertion order or
+sorted, never a set iterated into a decision: Python's per-process string hashing must not reach
+the output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from domain.decisions import PodSetAssignment
+from domain.objects import (
+    AdmissionCheckSpec,
+    ClusterQueueSpec,
+    CohortSpec,
+    Configuration,
+    LocalQueueSpec,
+    ResourceFlavor,
+    ResourceGroup,
+)
+from domain.queues import OrderKey, PendingQueue, Status
+from domain.quota import FR, QuotaNode
+from domain.workload import WorkloadSpec
+
+LQKey = tuple[str, str]  # (namespace, name)
+
+
+@dataclass(slots=True)
+class Admission:
+    cluster_queue: str
+    pod_sets: list[PodSetAssignment]
+    usage: dict[FR, int]
+    sequence: tuple[int, int]  # (input offset, decision index): "admitted most recently" order
+
+
+@dataclass(slots=True)
+class WorkloadState:
+    spec: WorkloadSpec
+    seq: int  # position in the input log (offset × 2^16 + index within a Batch)
+    queue_time: int
+    priority: int
+    order_key: OrderKey
+    cluster_queue: str | None = None  # ClusterQueue whose queue holds it, or that admitted it
+    queued: bool = False
+    admission: Admission | None = None
+    last_status: Status | None = None
+    parked_on: str | None = None  # key in State.parked while it waits for a missing object
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+
+@dataclass(slots=True)
+class ClusterQueueState:
+    spec: ClusterQueueSpec
+    node: QuotaNode
+    queue: PendingQueue
+    groups: dict[str, ResourceGroup]  # covered resource -> its resource group
+    admitted: dict[str, None] = field(default_factory=dict)  # workloads holding quota here
+    active: bool = True
+    inactive_message: str = ""
+    terminating: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass(slots=True)
+class CohortState:
+    node: QuotaNode
+    spec: CohortSpec | None = None  # None: implicit, named by a member only
+
+
+@dataclass(slots=True)
+class State:
+    flavors: dict[str, ResourceFlavor] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueueState] = field(default_factory=dict)
+    cohorts: dict[str, CohortState] = field(default_factory=dict)
+    local_queues: dict[LQKey, LocalQueueSpec] = field(default_factory=dict)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    admission_checks: dict[str, AdmissionCheckSpec] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    configuration: Configuration = field(default_factory=Configuration)
+    workloads: dict[str, WorkloadState] = field(default_factory=dict)
+    finished: dict[str, None] = field(default_factory=dict)  # names stay taken until deleted
+    # Workloads waiting for a missing or stopped LocalQueue ("lq:ns/name") or a missing
+    # ClusterQueue ("cq:name"), in arrival order.
+    parked: dict[str, dict[str, None]] = field(default_factory=dict)
+    by_local_queue: dict[LQKey, dict[str, None]] = field(default_factory=dict)
+    by_priority_class: dict[str, dict[str, None]] = field(default_factory=dict)
+    ready: dict[str, None] = field(default_factory=dict)  # ClusterQueues that may have a head to try
+    seen_ids: set[str] = field(default_factory=set)  # membership only; never iterated
+    clock: int = 0  # latest event time seen (µs), for workloads that carry no timestamp
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        labels = self.namespaces.get(namespace)
+        if labels is None:
+            return {"kubernetes.io/metadata.name": namespace}
+        return labels

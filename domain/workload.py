@@ -1,0 +1,153 @@
+"""Kueue Workload objects: parsing, validation, and the per-pod-set requests Kueue derives."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from domain import reasons
+from domain.fields import Fields, InvalidInput
+from domain.objects import Toleration
+from domain.pod_requests import PodSetError, pod_set_requests
+from domain.timestamps import TimestampError, parse_time
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_POD_SETS = 18
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    name: str
+    count: int
+    min_count: int | None
+    per_pod: tuple[tuple[str, int], ...]  # sorted by resource name
+    node_selector: tuple[tuple[str, str], ...]
+    tolerations: tuple[Toleration, ...]
+
+    def totals(self, count: int | None = None) -> dict[str, int]:
+        n = self.count if count is None else count
+        return {res: q * n for res, q in self.per_pod}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    namespace: str
+    name: str
+    queue_name: str
+    priority: int | None
+    priority_class: str | None
+    active: bool
+    labels: tuple[tuple[str, str], ...]
+    creation_time: int | None
+    pod_sets: tuple[PodSet, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def shape(self) -> tuple[Any, ...]:
+        """What admission depends on besides priority and namespace: equal shapes, equal answers."""
+        return tuple((p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.tolerations) for p in self.pod_sets)
+
+
+def _invalid(message: str) -> InvalidInput:
+    return InvalidInput(reasons.INVALID_WORKLOAD, message)
+
+
+def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
+    obj = Fields(raw, path, reasons.INVALID_WORKLOAD)
+    kind = obj.str("kind", "Workload")
+    if kind != "Workload":
+        raise obj.fail("kind", f'expected "Workload", got "{kind}"')
+    meta = obj.sub("metadata")
+    name = meta.str("name")
+    if not name:
+        raise meta.fail("name", "required value")
+    namespace = meta.str("namespace", "default") or "default"
+    creation: int | None = None
+    if meta.has("creationTimestamp"):
+        try:
+            creation = parse_time(meta.raw("creationTimestamp"))
+        except TimestampError as exc:
+            raise meta.fail("creationTimestamp", str(exc)) from None
+    spec = obj.sub("spec")
+    priority = spec.opt_int("priority")
+    if priority is not None and not -(2**31) <= priority < 2**31:
+        raise spec.fail("priority", "must be a 32-bit integer")
+    pcn = spec.opt_str("priorityClassName")
+    ref = spec.opt_sub("priorityClassRef")
+    if pcn is None and ref is not None:
+        pcn = ref.opt_str("name")
+    pod_sets = _pod_sets(spec)
+    return WorkloadSpec(
+        namespace=namespace,
+        name=name,
+        queue_name=spec.str("queueName", ""),
+        priority=priority,
+        priority_class=pcn or None,
+        active=spec.bool("active", True),
+        labels=tuple(meta.str_map("labels").items()),
+        creation_time=creation,
+        pod_sets=pod_sets,
+    )
+
+
+def _pod_sets(spec: Fields) -> tuple[PodSet, ...]:
+    items = spec.objects("podSets")
+    if not items:
+        raise spec.fail("podSets", "a workload needs at least one pod set")
+    if len(items) > MAX_POD_SETS:
+        raise spec.fail("podSets", f"must have at most {MAX_POD_SETS} items")
+    seen: set[str] = set()
+    out: list[PodSet] = []
+    with_min = 0
+    for ps in items:
+        name = ps.str("name", "main")
+        if not _DNS_LABEL.match(name) or len(name) > 63:
+            raise ps.fail("name", f'Invalid value: "{name}": must be a DNS label')
+        if name in seen:
+            raise ps.fail("name", f'Duplicate value: "{name}"')
+        seen.add(name)
+        count = ps.int("count", 1)
+        if count < 0:
+            raise ps.fail("count", "must be greater than or equal to 0")
+        min_count = ps.opt_int("minCount")
+        if min_count is not None:
+            with_min += 1
+            if min_count < 1:
+                raise ps.fail("minCount", "must be greater than or equal to 1")
+            if min_count > count:
+                raise ps.fail("minCount", "should be less than or equal to count")
+        try:
+            per_pod = pod_set_requests(ps.data)
+        except PodSetError as exc:
+            raise InvalidInput(reasons.INVALID_WORKLOAD, f"{ps.path}: {exc}") from None
+        pod_spec = ps.sub("template").sub("spec")
+        out.append(
+            PodSet(
+                name=name,
+                count=count,
+                min_count=min_count,
+                per_pod=tuple(sorted(per_pod.items())),
+                node_selector=tuple(pod_spec.str_map("nodeSelector").items()),
+                tolerations=tuple(_toleration(t) for t in pod_spec.objects("tolerations")),
+            )
+        )
+    if with_min > 1:
+        raise spec.fail("podSets", "at most one podSet can use minCount")
+    return tuple(out)
+
+
+def _toleration(t: Fields) -> Toleration:
+    return Toleration(t.str("key", ""), t.str("operator", "Equal"), t.str("value", ""), t.str("effect", ""))
+
+
+def workload_ref(raw: Mapping[str, Any]) -> str | None:
+    """Best-effort `namespace/name` of a workload in a malformed event, for the Rejected decision."""
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    if isinstance(meta, Mapping) and isinstance(meta.get("name"), str):
+        ns = meta.get("namespace")
+        return f"{ns if isinstance(ns, str) and ns else 'default'}/{meta['name']}"
+    return None

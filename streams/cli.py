@@ -1,0 +1,50 @@
+"""The `quotaflow` command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from domain.decisions import encode
+from domain.engine import Engine
+from streams.event_files import EventFileError, read_events
+
+app = typer.Typer(
+    name="quotaflow",
+    help="Kueue's quota and admission model as an event-sourced stream processor.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Kueue's quota and admission model as an event-sourced stream processor on Apache Kafka."""
+
+
+@app.command()
+def replay(
+    events_file: Path = typer.Argument(..., help="Input events: .jsonl (one per line) or .yaml (one per document)"),
+) -> None:
+    """Fold EVENTS_FILE through the engine in-process and print the decisions as JSON Lines."""
+    engine = Engine()
+    write = sys.stdout.buffer.write
+    try:
+        for offset, event in enumerate(read_events(events_file)):
+            for decision in engine.apply(event, offset):
+                write(encode(decision))
+                write(b"\n")
+    except EventFileError as exc:
+        typer.echo(f"quotaflow replay: {exc}", err=True)
+        raise typer.Exit(2) from None
+    sys.stdout.flush()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
