@@ -3,6 +3,7 @@ input produced with aiokafka comes out transformed on the output topic."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -17,7 +18,15 @@ from kafka_fixtures import create_topics
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(90, func_only=True)]
 
+PR_SET_PDEATHSIG = 1
 APP_FILE = Path(__file__).with_name("faust_relay_app.py")
+
+
+def _die_with_parent() -> None:
+    # If pytest itself is killed (SIGKILL, os._exit on timeout) no finally
+    # block runs; the kernel then still delivers SIGTERM to the worker.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _stop(proc: subprocess.Popen[bytes], grace_s: float = 20.0) -> int:
@@ -60,6 +69,7 @@ async def test_faust_worker_relays_messages(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     try:
         sent = [f"msg-{i}".encode() for i in range(5)]

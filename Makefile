@@ -1,0 +1,51 @@
+# `make run` and `make test` are the two entry points the README documents.
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Extra pytest arguments, e.g. make test PYTEST_ARGS='-k faust -x'
+PYTEST_ARGS ?=
+# If set, pytest's own exit status is written here (make itself only says 0/2).
+PYTEST_STATUS_FILE ?=
+
+.PHONY: run test venv broker-start broker-stop
+
+# Reinstall only when the project metadata changed since the last install.
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(VENV)/bin/quotaflow demo
+
+# The broker is owned by this recipe's shell: the EXIT trap stops it whether
+# pytest passes, fails or is interrupted, and --owner-pid makes a watchdog stop
+# it even if the shell itself is killed. An externally provided
+# QUOTAFLOW_KAFKA_BOOTSTRAP is used as is.
+test: $(VENV)/.installed
+	@set -uo pipefail; \
+	state="$$(mktemp -d)/broker.json"; \
+	trap '$(PY) -m streams.local_broker stop --state "$$state" >&2; rm -rf "$$(dirname "$$state")"' EXIT; \
+	trap 'exit 130' INT; trap 'exit 143' TERM; \
+	if [ -z "$${QUOTAFLOW_KAFKA_BOOTSTRAP:-}" ] && command -v java >/dev/null && command -v mvn >/dev/null; then \
+	  if bootstrap="$$($(PY) -m streams.local_broker start --state "$$state" --owner-pid $$$$)"; then \
+	    export QUOTAFLOW_KAFKA_BOOTSTRAP="$$bootstrap"; \
+	  else \
+	    echo "make test: local broker did not start; pytest picks a fallback" >&2; \
+	  fi; \
+	fi; \
+	$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	if [ -n "$(PYTEST_STATUS_FILE)" ]; then echo "$$status" > "$(PYTEST_STATUS_FILE)"; fi; \
+	exit $$status
+
+# For benchmarks and manual poking; pair every start with a stop.
+broker-start: $(VENV)/.installed
+	@$(PY) -m streams.local_broker start
+
+broker-stop:
+	@$(PY) -m streams.local_broker stop
