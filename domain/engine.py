@@ -34,11 +34,13 @@ from domain.objects import (
     AdmissionCheckSpec,
     ClusterQueueSpec,
     CohortSpec,
+    ConfigObject,
     Configuration,
     LocalQueueSpec,
     NamespaceSpec,
     ResourceFlavor,
     WorkloadPriorityClass,
+    object_key,
     parse_object,
 )
 from domain.queues import PendingQueue
@@ -173,7 +175,13 @@ class Engine:
 
     # -- configuration -----------------------------------------------------------------------
     def _config_applied(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
-        obj = parse_object(raw.get("object"))
+        raw_object = raw.get("object")
+        obj = parse_object(raw_object)
+        self.apply_object(obj, out)
+        assert isinstance(raw_object, Mapping)
+        self.state.objects[config_key(obj)] = raw_object
+
+    def apply_object(self, obj: ConfigObject, out: Emitter) -> None:
         state = self.state
         if isinstance(obj, ResourceFlavor):
             state.flavors[obj.name] = obj
@@ -353,6 +361,12 @@ class Engine:
             raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{kind}"')
         if not found:
             raise InvalidInput(reasons.NOT_FOUND, f'{kind} "{name}" not found')
+        if kind == "LocalQueue":
+            state.objects.pop(object_key(kind, name, f.str("namespace", "default")), None)
+        elif kind == "Configuration":
+            state.objects.pop("Configuration", None)
+        elif kind != "ClusterQueue":  # a deleted ClusterQueue lingers while it holds quota
+            state.objects.pop(object_key(kind, name), None)
 
     # -- workloads ---------------------------------------------------------------------------
     def _workload_submitted(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
@@ -511,6 +525,22 @@ class Engine:
         raise InvalidInput(
             reasons.MALFORMED_EVENT, "admission check states are not supported by this engine version yet"
         )
+
+
+def config_key(obj: ConfigObject) -> str:
+    if isinstance(obj, Configuration):
+        return "Configuration"
+    if isinstance(obj, LocalQueueSpec):
+        return object_key("LocalQueue", obj.name, obj.namespace)
+    kinds = {
+        ResourceFlavor: "ResourceFlavor",
+        ClusterQueueSpec: "ClusterQueue",
+        CohortSpec: "Cohort",
+        WorkloadPriorityClass: "WorkloadPriorityClass",
+        AdmissionCheckSpec: "AdmissionCheck",
+        NamespaceSpec: "Namespace",
+    }
+    return object_key(kinds[type(obj)], obj.name)
 
 
 def _rejected_workload(raw: Mapping[str, Any]) -> str | None:

@@ -76,12 +76,12 @@ class PendingQueue:
         cls = self.class_of.pop(wl)
         self.members.remove(key)
         members = self.classes[cls]
-        was_head = members[0] == key
+        was_ready_head = not self.strict and members[0] == key and cls not in self.parked
         members.remove(key)
         if not members:
             del self.classes[cls]
             self.parked.pop(cls, None)
-        if self.strict or not was_head or cls in self.parked:
+        if not was_ready_head:
             return
         self.ready.remove((key, cls))
         if members:
@@ -131,6 +131,14 @@ class PendingQueue:
             self.ready.add((self.classes[cls][0], cls))
         self.parked.clear()
         return True
+
+    def restore_parked(self, cls: Hashable, status: Status) -> None:
+        """Re-establish a parked class when restoring a snapshot."""
+        if not self.strict:
+            head = self.classes[cls][0]
+            if (head, cls) in self.ready:
+                self.ready.remove((head, cls))
+        self.parked[cls] = status
 
     def is_ready(self) -> bool:
         return self.head() is not None

@@ -8,7 +8,9 @@ the output.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from domain.decisions import PodSetAssignment
 from domain.objects import (
@@ -85,6 +87,9 @@ class State:
     admission_checks: dict[str, AdmissionCheckSpec] = field(default_factory=dict)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     configuration: Configuration = field(default_factory=Configuration)
+    # The raw config objects in force, by "Kind/name" (or "Kind/namespace/name"), in the order
+    # first applied: what a snapshot stores to rebuild the configuration exactly.
+    objects: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     workloads: dict[str, WorkloadState] = field(default_factory=dict)
     finished: dict[str, None] = field(default_factory=dict)  # names stay taken until deleted
     # Workloads waiting for a missing or stopped LocalQueue ("lq:ns/name") or a missing

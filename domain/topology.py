@@ -81,6 +81,7 @@ def delete_cohort(state: State, name: str) -> None:
 def remove_cluster_queue(state: State, cq: ClusterQueueState) -> None:
     set_parent(state, cq.node, None)
     state.cluster_queues.pop(cq.name, None)
+    state.objects.pop(f"ClusterQueue/{cq.name}", None)
     state.ready.pop(cq.name, None)
 
 

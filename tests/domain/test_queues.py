@@ -1,0 +1,70 @@
+"""PendingQueue against a plain model: heads, parking, waking, removal, in both strategies."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from domain.queues import PendingQueue
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("push"), st.integers(0, 3), st.integers(0, 2)),  # priority, class
+        st.tuples(st.just("remove"), st.integers(0, 50), st.just(0)),
+        st.tuples(st.just("park"), st.just(0), st.just(0)),
+        st.tuples(st.just("wake"), st.just(0), st.just(0)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops, st.booleans())
+def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: bool) -> None:
+    q = PendingQueue(strict)
+    members: dict[str, tuple[tuple[int, int, int, str], int]] = {}
+    parked: set[int] = set()
+    blocked = False
+    serial = 0
+    for op, a, b in operations:
+        if op == "push":
+            serial += 1
+            key = (-a, 0, serial, f"ns/w{serial}")
+            status = q.push(key, b)
+            members[key[3]] = (key, b)
+            assert (status is not None) == (b in parked)
+        elif op == "remove" and members:
+            name = sorted(members)[a % len(members)]
+            key, cls = members.pop(name)
+            q.remove(key)
+            if not any(c == cls for _, c in members.values()):
+                parked.discard(cls)
+        elif op == "park":
+            head = q.head()
+            if head is not None:
+                q.park_head(("R", "m"))
+                if strict:
+                    blocked = True
+                else:
+                    parked.add(members[head[3]][1])
+        elif op == "wake":
+            q.requeue_all()
+            parked.clear()
+            blocked = False
+        if strict:
+            expected = None if blocked or not members else min(k for k, _ in members.values())
+        else:
+            candidates = [k for k, c in members.values() if c not in parked]
+            expected = min(candidates) if candidates else None
+        assert q.head() == expected
+        assert len(q) == len(members)
+
+
+def test_positions_follow_priority_then_time() -> None:
+    q = PendingQueue(strict=False)
+    low = (0, 5, 1, "ns/low")
+    high = (-10, 9, 2, "ns/high")
+    early = (0, 1, 3, "ns/early")
+    for key in (low, high, early):
+        q.push(key, key[3])
+    assert [q.position(k) for k in (high, early, low)] == [0, 1, 2]
