@@ -453,7 +453,7 @@ def start_broker(
     try:
         if owner_pid is not None:
             _spawn_watchdog(owner_pid, proc.pid, workdir)
-        _wait_ready(proc, log_file, port, began + timeout_s)
+        _wait_ready(proc, log_file, port, timeout_s, began)
     except BaseException:
         # Covers Ctrl-C during startup as well as a failed start.
         _terminate_group(proc.pid, workdir=str(workdir), popen=_CHILDREN.pop(proc.pid))
@@ -479,12 +479,14 @@ def _port_open(port: int) -> bool:
     return False
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], log_file: Path, port: int, deadline: float) -> None:
+def _wait_ready(
+    proc: subprocess.Popen[bytes], log_file: Path, port: int, timeout_s: float, began: float
+) -> None:
     # The port is bound well before requests are served; the log line comes
     # only after the broker has registered with the controller and is unfenced.
     offset = 0
     needle = READY_MARKER.encode()
-    while time.monotonic() < deadline:
+    while time.monotonic() < began + timeout_s:
         code = proc.poll()
         if code is not None:
             raise LocalBrokerError(f"Kafka exited with {code} during startup:\n{_tail(log_file)}")
@@ -493,7 +495,7 @@ def _wait_ready(proc: subprocess.Popen[bytes], log_file: Path, port: int, deadli
             return
         time.sleep(0.1)
     raise LocalBrokerError(
-        f"Kafka not ready within {START_TIMEOUT_S:.0f} s; log tail:\n{_tail(log_file)}"
+        f"Kafka not ready within {timeout_s:.0f} s; log tail:\n{_tail(log_file)}"
     )
 
 
@@ -643,6 +645,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _say("Ctrl-C to stop")
         print(broker.bootstrap, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
+            # SIGINT may arrive ignored (e.g. started as a background job).
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGTERM, signal.default_int_handler)
             while _alive(broker.pid):
                 time.sleep(0.5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.structs import ConsumerRecord
 from kafka_fixtures import create_topics
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(60, func_only=True)]
@@ -29,7 +30,7 @@ async def test_produce_consume_single_partition(kafka_bootstrap: str, kafka_topi
         enable_auto_commit=False,
     )
     await consumer.start()
-    received = []
+    received: list[ConsumerRecord[bytes, bytes]] = []
     try:
         while len(received) < len(sent):
             batch = await consumer.getmany(timeout_ms=1000)
