@@ -53,6 +53,12 @@ class Evicted(Decision, tag="Evicted", kw_only=True):
     message: str
 
 
+class QuotaReleased(Decision, tag="QuotaReleased", kw_only=True):
+    """An evicted workload's quota is given back (its pods are gone, or the policy is Immediate)."""
+
+    clusterQueue: str
+
+
 class Finished(Decision, tag="Finished", kw_only=True):
     pass
 
@@ -66,7 +72,9 @@ class Rejected(Decision, tag="Rejected", kw_only=True):
     message: str
 
 
-AnyDecision = Admitted | QuotaReserved | Pending | Preempted | Evicted | Finished | Deleted | Rejected
+AnyDecision = (
+    Admitted | QuotaReserved | Pending | Preempted | Evicted | QuotaReleased | Finished | Deleted | Rejected
+)
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyDecision)

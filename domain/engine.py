@@ -21,6 +21,7 @@ from domain.lifecycle import (
     equivalence_class,
     evict,
     release,
+    release_evicted,
     route,
     set_pending,
     unroute,
@@ -65,6 +66,7 @@ EVENT_TYPES = (
     "WorkloadFinished",
     "WorkloadDeleted",
     "WorkloadUpdated",
+    "WorkloadReleased",
     "AdmissionCheckStateChanged",
     "Batch",
 )
@@ -237,7 +239,9 @@ class Engine:
         set_parent(state, cq.node, spec.cohort)
         if spec.stop_policy == HOLD_AND_DRAIN:
             for key in list(cq.admitted):
-                evict(state, out, state.workloads[key], reasons.CLUSTER_QUEUE_STOPPED, reasons.MSG_CQ_STOPPED, requeue=True)
+                ws = state.workloads[key]
+                if not ws.evicted:
+                    evict(state, out, ws, reasons.CLUSTER_QUEUE_STOPPED, reasons.MSG_CQ_STOPPED)
         self._refresh_activeness(out)
         for key in list(state.parked.get(f"cq:{spec.name}", {})):
             ws = state.workloads[key]
@@ -262,8 +266,8 @@ class Engine:
         if spec.stop_policy == HOLD_AND_DRAIN:
             for wl in members:
                 ws = state.workloads[wl]
-                if ws.admission is not None:
-                    evict(state, out, ws, reasons.LOCAL_QUEUE_STOPPED, reasons.MSG_LQ_STOPPED, requeue=True)
+                if ws.admission is not None and not ws.evicted:
+                    evict(state, out, ws, reasons.LOCAL_QUEUE_STOPPED, reasons.MSG_LQ_STOPPED)
         if old is None or old.stop_policy != spec.stop_policy:
             for wl in members:
                 ws = state.workloads[wl]
@@ -493,9 +497,10 @@ class Engine:
         ws.priority = priority
         ws.order_key = (-priority, ws.queue_time, ws.seq, ws.key)
         if not spec_kept.active:
-            if ws.admission is not None:
-                evict(state, out, ws, reasons.EVICTED_DEACTIVATED, reasons.MSG_DEACTIVATED, requeue=False)
-            set_pending(state, out, ws, (reasons.DEACTIVATED, reasons.MSG_DEACTIVATED))
+            if ws.admission is None:
+                set_pending(state, out, ws, (reasons.DEACTIVATED, reasons.MSG_DEACTIVATED))
+            elif not ws.evicted:
+                evict(state, out, ws, reasons.EVICTED_DEACTIVATED, reasons.MSG_DEACTIVATED)
             return
         if ws.admission is None:
             route(state, out, ws)
@@ -518,6 +523,16 @@ class Engine:
                     state.by_priority_class.pop(old.priority_class, None)
             if new.priority_class is not None:
                 state.by_priority_class.setdefault(new.priority_class, {})[ws.key] = None
+
+    def _workload_released(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
+        key, ws = self._lookup(raw)
+        if ws is None:
+            raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} not found")
+        if not ws.evicted:
+            raise InvalidInput(
+                reasons.NOT_EVICTED, f"workload {key} holds no quota awaiting release (it was not evicted)"
+            )
+        release_evicted(self.state, out, ws)
 
     def _admission_check_state(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
         # Admission checks arrive with the admission-check work (issue 5); until then say so
@@ -548,7 +563,7 @@ def _rejected_workload(raw: Mapping[str, Any]) -> str | None:
     if etype in ("WorkloadSubmitted", "WorkloadUpdated"):
         inner = raw.get("workload")
         return workload_ref(inner) if isinstance(inner, Mapping) else None
-    if etype in ("WorkloadFinished", "WorkloadDeleted", "AdmissionCheckStateChanged"):
+    if etype in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged"):
         name = raw.get("name")
         ns = raw.get("namespace")
         if isinstance(name, str) and name:
@@ -563,6 +578,7 @@ _HANDLERS = {
     "WorkloadFinished": Engine._workload_finished,
     "WorkloadDeleted": Engine._workload_deleted,
     "WorkloadUpdated": Engine._workload_updated,
+    "WorkloadReleased": Engine._workload_released,
     "AdmissionCheckStateChanged": Engine._admission_check_state,
 }
 

@@ -8,8 +8,9 @@ decides what the decision log says about it.
 from __future__ import annotations
 
 from domain import reasons
-from domain.decisions import Admitted, Evicted, Pending
+from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased
 from domain.emitter import Emitter
+from domain.objects import IMMEDIATE
 from domain.queues import Status
 from domain.quota import QuotaNode
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
@@ -103,18 +104,52 @@ def release(state: State, ws: WorkloadState) -> ClusterQueueState | None:
     cq.admitted.pop(ws.key, None)
     ws.admission = None
     ws.cluster_queue = None
+    ws.evicted = False
     return cq
 
 
-def evict(state: State, out: Emitter, ws: WorkloadState, reason: str, message: str, requeue: bool) -> None:
-    """Evict a workload holding quota, for a reason other than preemption."""
+def release_policy(state: State, cq: ClusterQueueState) -> str:
+    return cq.spec.eviction_release or state.configuration.eviction_release
+
+
+def evict(
+    state: State,
+    out: Emitter,
+    ws: WorkloadState,
+    reason: str,
+    message: str,
+    preemptor: str | None = None,
+) -> None:
+    """Evict (or, with a preemptor, preempt) a workload holding quota.
+
+    It keeps its quota until its pods are gone: until a WorkloadReleased event, or at once when
+    the ClusterQueue's eviction release policy is Immediate. Only then does it queue again.
+    """
+    admission = ws.admission
+    assert admission is not None and not ws.evicted
+    cq = state.cluster_queues[admission.cluster_queue]
+    if preemptor is not None:
+        out.emit(Preempted, ws.key, preemptor=preemptor, reason=reason, message=message)
+    else:
+        out.emit(Evicted, ws.key, reason=reason, message=message)
+    ws.evicted = True
+    if release_policy(state, cq) == IMMEDIATE:
+        release_evicted(state, out, ws)
+
+
+def release_evicted(state: State, out: Emitter, ws: WorkloadState) -> None:
+    """The evicted workload's pods are gone: give its quota back and queue it again."""
     cq = release(state, ws)
-    out.emit(Evicted, ws.key, reason=reason, message=message)
-    if cq is not None:
-        wake_tree(state, cq)
-        drop_if_terminated(state, cq)
-    if requeue:
+    ws.evicted = False
+    if cq is None:
+        return
+    out.emit(QuotaReleased, ws.key, clusterQueue=cq.name)
+    wake_tree(state, cq)
+    drop_if_terminated(state, cq)
+    if ws.spec.active:
         route(state, out, ws)
+    else:
+        set_pending(state, out, ws, (reasons.DEACTIVATED, reasons.MSG_DEACTIVATED))
 
 
 def wake_tree(state: State, cq: ClusterQueueState) -> None:

@@ -8,7 +8,7 @@ Each `parse_*` takes the decoded YAML/JSON object and returns an immutable spec,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from domain import reasons
@@ -37,6 +37,10 @@ HOLD = "Hold"
 HOLD_AND_DRAIN = "HoldAndDrain"
 CLASSICAL = "Classical"
 FAIR_SHARING = "FairSharing"
+# When the quota of an evicted workload is given back (quotaflow's eviction lifecycle).
+ON_RELEASE = "OnRelease"  # when a WorkloadReleased event confirms its pods are gone (Kueue's behaviour)
+IMMEDIATE = "Immediate"  # at once, for launchers that stop workloads synchronously
+EVICTION_RELEASE_ANNOTATION = "quotaflow.dev/eviction-release"
 
 
 def _invalid(message: str) -> InvalidInput:
@@ -127,6 +131,7 @@ class ClusterQueueSpec:
     stop_policy: str
     fair_weight: int  # milli-weight: fairSharing.weight as a quantity, in milli-units
     admission_checks: tuple[AdmissionCheckRule, ...]
+    eviction_release: str | None = None  # overrides Configuration.eviction_release
 
     def quotas(self) -> dict[FR, ResourceQuota]:
         out: dict[FR, ResourceQuota] = {}
@@ -191,7 +196,7 @@ class Configuration:
         "LessThanOrEqualToFinalShare",
         "LessThanInitialShare",
     )
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    eviction_release: str = ON_RELEASE
 
 
 ConfigObject = (
@@ -365,6 +370,12 @@ def parse_cluster_queue(obj: Fields) -> ClusterQueueSpec:
         if not (fungibility.when_can_borrow == TRY_NEXT_FLAVOR and fungibility.when_can_preempt == TRY_NEXT_FLAVOR):
             raise ff.fail("preference", "can only be set when whenCanBorrow and whenCanPreempt are TryNextFlavor")
     checks = _admission_checks(spec, groups)
+    release = obj.sub("metadata").sub("annotations").opt_str(EVICTION_RELEASE_ANNOTATION)
+    if release is not None and release not in (ON_RELEASE, IMMEDIATE):
+        raise obj.fail(
+            f"metadata.annotations.{EVICTION_RELEASE_ANNOTATION}",
+            f'Unsupported value: "{release}": supported values: "{ON_RELEASE}", "{IMMEDIATE}"',
+        )
     return ClusterQueueSpec(
         name=name,
         cohort=cohort,
@@ -376,6 +387,7 @@ def parse_cluster_queue(obj: Fields) -> ClusterQueueSpec:
         stop_policy=spec.enum("stopPolicy", (STOP_NONE, HOLD, HOLD_AND_DRAIN), STOP_NONE),
         fair_weight=_fair_weight(spec),
         admission_checks=checks,
+        eviction_release=release,
     )
 
 
@@ -459,7 +471,9 @@ def parse_configuration(obj: Fields) -> Configuration:
         if explicit not in (CLASSICAL, FAIR_SHARING):
             raise obj.fail("preemptionPolicy", f'Unsupported value: "{explicit}"')
         policy = explicit
-    return Configuration(policy, strategies)
+    own = obj.sub("quotaflow")
+    release = own.enum("evictionRelease", (ON_RELEASE, IMMEDIATE), ON_RELEASE)
+    return Configuration(policy, strategies, release)
 
 
 _PARSERS = {

@@ -100,23 +100,24 @@ class PendingQueue:
             return None
         return self.ready[0][0]  # type: ignore[no-any-return]
 
-    def park_head(self, status: Status, blocks: bool = True) -> None:
-        """The head could not be admitted and nothing will change that until `requeue_all`.
-
-        In StrictFIFO a parked head blocks the queue unless `blocks` is false.
-        """
-        key = self.head()
-        if key is None:
-            return
+    def park(self, key: OrderKey, status: Status, blocks: bool = True) -> None:
+        """This workload (a head) could not be admitted, and nothing will change that until
+        `requeue_all`: park its class. In StrictFIFO a parked head blocks the queue unless
+        `blocks` is false."""
         cls = self.class_of[key[3]]
-        if self.strict:
-            if blocks:
-                self.blocked = True
-            else:
-                self.parked[cls] = status
+        if self.strict and blocks:
+            self.blocked = True
             return
-        self.ready.remove((key, cls))
+        if cls in self.parked:
+            return
+        if not self.strict:
+            head = self.classes[cls][0]
+            self.ready.remove((head, cls))
         self.parked[cls] = status
+
+    def is_parked(self, wl_key: str) -> bool:
+        cls = self.class_of.get(wl_key)
+        return cls is not None and cls in self.parked
 
     def requeue_all(self) -> bool:
         """Something that could change the answer happened; returns whether anything woke up."""

@@ -50,6 +50,7 @@ DUPLICATE_WORKLOAD: Final = "DuplicateWorkload"
 UNKNOWN_WORKLOAD: Final = "UnknownWorkload"
 IMMUTABLE_FIELD: Final = "ImmutableField"
 NOT_FOUND: Final = "NotFound"
+NOT_EVICTED: Final = "NotEvicted"
 
 # --- Messages ------------------------------------------------------------------------------
 MSG_LQ_MISSING: Final = "LocalQueue {lq} doesn't exist"
@@ -65,3 +66,5 @@ MSG_QUEUED_STRICT: Final = (
     "Workload is queued behind {head} in StrictFIFO ClusterQueue {cq}"
 )
 MSG_FAILED_CHECKS: Final = "The workload has failed admission checks"
+MSG_OVERLAPPING_TARGETS: Final = "Workload has overlapping preemption targets with another workload"
+MSG_PENDING_PREEMPTION: Final = "{message}. Pending the preemption of {count} workload(s)"

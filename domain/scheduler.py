@@ -1,27 +1,40 @@
 """The admission cycle, run to a fixed point after every input event.
 
 One cycle, as Kueue's scheduler does it: take the head of every ClusterQueue that may have one
-(heads), evaluate each against the current quota (nominate: flavor assignment), order the entries
-(no borrowing first, then priority, then queue time), and process them in that order against the
-same, updated quota: admit what still fits, park what cannot fit, requeue what lost its room to an
+(heads), evaluate each against the current quota (nominate: flavor assignment and, where quota is
+short, preemption targets), order the entries (no borrowing first, then priority, then queue
+time), and process them in that order against the same, updated quota: admit what still fits,
+preempt for what needs victims, park what cannot be helped, and requeue what lost its room to an
 entry processed earlier in the cycle. Cycles repeat until no ClusterQueue has a head to try.
 
 Termination: in every cycle the first entry is processed against exactly the quota it was
-nominated on, so it is admitted or parked; parked heads only come back through `wake_tree`.
+nominated on, so it is admitted, parked, or issues new evictions (each workload can be evicted
+only once before it is released); parked heads only come back through `wake_tree`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from domain import reasons
 from domain.decisions import PodSetAssignment
 from domain.emitter import Emitter
-from domain.flavor_assigner import MODE_FIT, MODE_NO_FIT, Assignment, FlavorAssigner
-from domain.lifecycle import admit, set_pending
-from domain.objects import ANY
+from domain.flavor_assigner import (
+    MODE_FIT,
+    MODE_NO_FIT,
+    NO_CANDIDATES,
+    NO_FIT,
+    PREEMPT,
+    RECLAIM,
+    Assignment,
+    FlavorAssigner,
+)
+from domain.lifecycle import admit, evict, set_pending
+from domain.objects import ANY, NEVER
+from domain.preemption import ClassicalPreemptor, Target, preemption_message
 from domain.quantity import format_amount
-from domain.quota import FR
+from domain.quota import FR, borrowing_level
+from domain.queues import Status
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
 
@@ -30,84 +43,182 @@ class Entry:
     cq: ClusterQueueState
     ws: WorkloadState
     assignment: Assignment
+    targets: list[Target] = field(default_factory=list)
 
     def order(self) -> tuple[int, int, int, int]:
         return (self.assignment.borrowing, -self.ws.priority, self.ws.queue_time, self.ws.seq)
-
-
-def assigner_for(state: State, cq: ClusterQueueState) -> FlavorAssigner:
-    return FlavorAssigner(cq.spec, cq.node, cq.groups, state.flavors)
 
 
 def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
     out: list[tuple[ClusterQueueState, WorkloadState]] = []
     for name in sorted(state.ready):
         cq = state.cluster_queues.get(name)
-        key = cq.queue.head() if cq is not None and cq.active else None
-        if cq is None or key is None:
+        if cq is None or not cq.active:
             del state.ready[name]
             continue
-        out.append((cq, state.workloads[key[3]]))
+        ws = _sticky_head(state, cq)
+        if ws is None:
+            key = cq.queue.head()
+            if key is None:
+                del state.ready[name]
+                continue
+            ws = state.workloads[key[3]]
+        out.append((cq, ws))
     return out
 
 
+def _sticky_head(state: State, cq: ClusterQueueState) -> WorkloadState | None:
+    """BestEffortFIFO keeps the workload that issued preemptions at the head until it is done."""
+    if cq.sticky is None or cq.queue.strict:
+        return None
+    ws = state.workloads.get(cq.sticky)
+    if ws is None or not ws.queued or ws.cluster_queue != cq.name or cq.queue.is_parked(ws.key):
+        cq.sticky = None
+        return None
+    return ws
+
+
+class Scheduler:
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.preemptor = ClassicalPreemptor(state)
+
+    def schedule(self, out: Emitter) -> None:
+        while True:
+            batch = heads(self.state)
+            if not batch:
+                return
+            self.run_cycle(out, batch)
+
+    # -- nominate ---------------------------------------------------------------------------
+    def assign(self, cq: ClusterQueueState, ws: WorkloadState) -> Entry:
+        spec = cq.spec
+        preemptor = self.preemptor
+
+        def oracle(fr: FR, value: int) -> tuple[int, int]:
+            targets = preemptor.targets(cq, ws, {fr: value}, [fr])
+            if not targets:
+                return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
+            for t in targets:
+                t.cq.node.add_usages(_usage(t), -1)
+            borrow = borrowing_level(cq.node, fr, value)[0]
+            for t in targets:
+                t.cq.node.add_usages(_usage(t))
+            return (PREEMPT if any(t.cq is cq for t in targets) else RECLAIM), borrow
+
+        assigner = FlavorAssigner(
+            spec,
+            cq.node,
+            cq.groups,
+            self.state.flavors,
+            oracle,
+            can_preempt_while_borrowing=spec.preemption.borrow_within_cohort != NEVER,
+        )
+        assignment = assigner.assign(ws.spec)
+        entry = Entry(cq, ws, assignment)
+        if assignment.mode not in (MODE_FIT, MODE_NO_FIT):
+            entry.targets = preemptor.targets(cq, ws, assignment.usage, assignment.preempt_frs())
+        return entry
+
+    # -- one cycle --------------------------------------------------------------------------
+    def run_cycle(self, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> None:
+        state = self.state
+        entries: list[Entry] = []
+        for cq, ws in batch:
+            if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
+                status = (reasons.MISCONFIGURED, reasons.MSG_NAMESPACE_MISMATCH)
+                self._park(out, cq, ws, status, blocks=False)
+                continue
+            entries.append(self.assign(cq, ws))
+        entries.sort(key=Entry.order)
+
+        # Quota set aside for the rest of this cycle only: for entries waiting on victims and
+        # for preemptors that cannot get any, so lower-ranked entries cannot take that room.
+        reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
+        victims: dict[str, None] = {}
+        for entry in entries:
+            cq, ws, assignment = entry.cq, entry.ws, entry.assignment
+            if assignment.mode == MODE_NO_FIT:
+                self._park(out, cq, ws, (assignment.no_fit_reason, assignment.message()))
+                continue
+            if assignment.mode != MODE_FIT and not entry.targets:
+                self._park(out, cq, ws, (reasons.WAITING_FOR_QUOTA, assignment.message()))
+                if cq.spec.preemption.reclaim_within_cohort != ANY:
+                    reserved.append((cq, _capacity_to_reserve(cq, assignment)))
+                    cq.node.add_usages(reserved[-1][1])
+                continue
+            if any(t.ws.key in victims for t in entry.targets):
+                set_pending(state, out, ws, (reasons.WAITING_FOR_QUOTA, reasons.MSG_OVERLAPPING_TARGETS))
+                continue
+            if not _fits(cq, assignment, entry.targets):
+                # Another entry of this cycle took the room; try again next cycle.
+                set_pending(state, out, ws, (reasons.WAITING_FOR_QUOTA, reasons.MSG_NO_LONGER_FITS))
+                continue
+            if assignment.mode == MODE_FIT:
+                if cq.sticky == ws.key:
+                    cq.sticky = None
+                admit(state, out, cq, ws, _admission(cq, assignment, out))
+                continue
+            reserved.append((cq, dict(assignment.usage)))
+            cq.node.add_usages(assignment.usage)
+            issued = self._preempt(out, entry, victims)
+            status = (
+                reasons.WAITING_FOR_PREEMPTED_WORKLOADS,
+                reasons.MSG_PENDING_PREEMPTION.format(message=assignment.message(), count=len(entry.targets)),
+            )
+            if issued:
+                set_pending(state, out, ws, status)
+                cq.sticky = ws.key
+            else:
+                # Every victim is already on its way out: wait for their quota to come back.
+                self._park(out, cq, ws, status)
+        for cq, hold in reserved:
+            cq.node.add_usages(hold, -1)
+
+    def _preempt(self, out: Emitter, entry: Entry, victims: dict[str, None]) -> int:
+        issued = 0
+        for target in entry.targets:
+            victims[target.ws.key] = None
+            if target.ws.evicted:
+                continue  # already preempted: counts, without a second eviction
+            message = preemption_message(entry.ws, entry.cq, target)
+            evict(self.state, out, target.ws, target.reason, message, preemptor=entry.ws.key)
+            issued += 1
+        return issued
+
+    def _park(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, status: Status,
+              blocks: bool = True) -> None:
+        cq.queue.park(ws.order_key, status, blocks)
+        if cq.sticky == ws.key:
+            cq.sticky = None
+        set_pending(self.state, out, ws, status)
+
+
 def schedule(state: State, out: Emitter) -> None:
-    while True:
-        batch = heads(state)
-        if not batch:
-            return
-        run_cycle(state, out, batch)
+    Scheduler(state).schedule(out)
 
 
-def run_cycle(
-    state: State, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]
-) -> None:
-    entries: list[Entry] = []
-    for cq, ws in batch:
-        if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
-            status = (reasons.MISCONFIGURED, reasons.MSG_NAMESPACE_MISMATCH)
-            cq.queue.park_head(status, blocks=False)
-            set_pending(state, out, ws, status)
-            continue
-        entries.append(Entry(cq, ws, assigner_for(state, cq).assign(ws.spec)))
-    entries.sort(key=Entry.order)
-
-    reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
-    for entry in entries:
-        cq, ws, assignment = entry.cq, entry.ws, entry.assignment
-        if assignment.mode == MODE_NO_FIT:
-            _park(state, out, entry, (assignment.no_fit_reason, assignment.message()))
-            continue
-        if assignment.mode != MODE_FIT:
-            # Preemption would be needed and no victims can be had.
-            _park(state, out, entry, (reasons.WAITING_FOR_QUOTA, assignment.message()))
-            if cq.spec.preemption.reclaim_within_cohort != ANY:
-                hold = _capacity_to_reserve(cq, assignment)
-                cq.node.add_usages(hold)
-                reserved.append((cq, hold))
-            continue
-        if not _fits(cq, assignment):
-            # Another entry of this cycle took the room; try again next cycle.
-            set_pending(state, out, ws, (reasons.WAITING_FOR_QUOTA, reasons.MSG_NO_LONGER_FITS))
-            continue
-        admit(state, out, cq, ws, _admission(cq, assignment, out))
-    for cq, hold in reserved:
-        cq.node.add_usages(hold, -1)
+def _usage(target: Target) -> dict[FR, int]:
+    admission = target.ws.admission
+    assert admission is not None
+    return admission.usage
 
 
-def _park(state: State, out: Emitter, entry: Entry, status: tuple[str, str]) -> None:
-    entry.cq.queue.park_head(status)
-    set_pending(state, out, entry.ws, status)
-
-
-def _fits(cq: ClusterQueueState, assignment: Assignment) -> bool:
+def _fits(cq: ClusterQueueState, assignment: Assignment, targets: list[Target]) -> bool:
+    """Does the entry fit now, once its own victims (still holding quota) are gone?"""
+    for t in targets:
+        if t.ws.admission is not None:
+            t.cq.node.add_usages(_usage(t), -1)
     node = cq.node
-    return all(value <= max(0, node.available(fr)) for fr, value in assignment.usage.items())
+    fits = all(value <= max(0, node.available(fr)) for fr, value in assignment.usage.items())
+    for t in targets:
+        if t.ws.admission is not None:
+            t.cq.node.add_usages(_usage(t))
+    return fits
 
 
 def _capacity_to_reserve(cq: ClusterQueueState, assignment: Assignment) -> dict[FR, int]:
-    """Kueue's reserveCapacityForUnreclaimablePreempt: keep lower-ranked entries off the quota
-    this workload is waiting for, for the rest of the cycle."""
+    """Kueue's reserveCapacityForUnreclaimablePreempt."""
     node = cq.node
     hold: dict[FR, int] = {}
     for fr, value in assignment.usage.items():
@@ -134,3 +245,6 @@ def _admission(cq: ClusterQueueState, assignment: Assignment, out: Emitter) -> A
         for ps in assignment.pod_sets
     ]
     return Admission(cq.name, pod_sets, dict(assignment.usage), (out.offset, out.next_index))
+
+
+__all__ = ["NO_FIT", "Scheduler", "schedule"]

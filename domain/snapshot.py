@@ -42,6 +42,7 @@ class WorkloadSnap(msgspec.Struct, array_like=True):
     admission: AdmissionSnap | None
     last_status: tuple[str, str] | None
     parked_on: str | None
+    evicted: bool
 
 
 class QueueSnap(msgspec.Struct, array_like=True):
@@ -49,6 +50,7 @@ class QueueSnap(msgspec.Struct, array_like=True):
     admitted: list[str]
     parked: list[tuple[str, tuple[str, str]]]  # (a member of the parked class, status)
     blocked: bool
+    sticky: str | None
 
 
 class Snapshot(msgspec.Struct):
@@ -94,6 +96,7 @@ def dump(engine: Engine) -> bytes:
             ),
             ws.last_status,
             ws.parked_on,
+            ws.evicted,
         )
         for ws in state.workloads.values()
     ]
@@ -101,7 +104,7 @@ def dump(engine: Engine) -> bytes:
     for cq in state.cluster_queues.values():
         q = cq.queue
         parked = [(q.classes[cls][0][3], status) for cls, status in q.parked.items()]
-        queues.append(QueueSnap(cq.name, list(cq.admitted), parked, q.blocked))
+        queues.append(QueueSnap(cq.name, list(cq.admitted), parked, q.blocked, cq.sticky))
     snap = Snapshot(
         version=FORMAT_VERSION,
         objects=[(key, _plain(obj)) for key, obj in state.objects.items()],
@@ -143,6 +146,7 @@ def load(data: bytes) -> Engine:
         ws.cluster_queue = w.cluster_queue
         ws.last_status = w.last_status
         ws.parked_on = w.parked_on
+        ws.evicted = w.evicted
         state.workloads[key] = ws
         if w.admission is not None:
             a = w.admission
@@ -158,6 +162,7 @@ def load(data: bytes) -> Engine:
         for member, status in q.parked:
             cq.queue.restore_parked(cq.queue.class_of[member], status)
         cq.queue.blocked = q.blocked
+        cq.sticky = q.sticky
     state.by_local_queue = {(ns, lq): dict.fromkeys(keys) for ns, lq, keys in snap.by_local_queue}
     state.by_priority_class = {pc: dict.fromkeys(keys) for pc, keys in snap.by_priority_class}
     state.parked = {on: dict.fromkeys(keys) for on, keys in snap.parked}

@@ -49,10 +49,20 @@ class WorkloadState:
     admission: Admission | None = None
     last_status: Status | None = None
     parked_on: str | None = None  # key in State.parked while it waits for a missing object
+    # Evicted (or preempted) but still holding its quota until its pods are gone (WorkloadReleased).
+    evicted: bool = False
 
     @property
     def key(self) -> str:
         return self.spec.key
+
+    @property
+    def uid(self) -> str:
+        return self.spec.uid or self.spec.key
+
+    @property
+    def job_uid(self) -> str:
+        return dict(self.spec.labels).get("kueue.x-k8s.io/job-uid", "UNKNOWN")
 
 
 @dataclass(slots=True)
@@ -65,6 +75,7 @@ class ClusterQueueState:
     active: bool = True
     inactive_message: str = ""
     terminating: bool = False
+    sticky: str | None = None  # BestEffortFIFO: the workload that last issued preemptions
 
     @property
     def name(self) -> str:

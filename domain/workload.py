@@ -42,6 +42,7 @@ class WorkloadSpec:
     labels: tuple[tuple[str, str], ...]
     creation_time: int | None
     pod_sets: tuple[PodSet, ...]
+    uid: str | None = None
 
     @property
     def key(self) -> str:
@@ -91,6 +92,7 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
         labels=tuple(meta.str_map("labels").items()),
         creation_time=creation,
         pod_sets=pod_sets,
+        uid=meta.opt_str("uid"),
     )
 
 

@@ -42,7 +42,7 @@ def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: boo
         elif op == "park":
             head = q.head()
             if head is not None:
-                q.park_head(("R", "m"))
+                q.park(head, ("R", "m"))
                 if strict:
                     blocked = True
                 else:

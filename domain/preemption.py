@@ -1,0 +1,290 @@
+"""Classical preemption: which admitted workloads a pending one may evict, and the fewest of them.
+
+Follows Kueue's classical preemptor (pkg/scheduler/preemption): candidates come from the
+preemptor's own ClusterQueue (per `withinClusterQueue`) and from ClusterQueues of its cohort tree
+that use more than their nominal quota (per `reclaimWithinCohort`, with `borrowWithinCohort` and
+`maxPriorityThreshold` deciding whether the preemptor may borrow while reclaiming). Candidates are
+taken in Kueue's order (already evicted first; other ClusterQueues before its own; lower priority
+first; most recently admitted first) until the preemptor fits, then every victim that turns out
+not to be needed is given back, last to first.
+
+Cost: collecting candidates touches the workloads holding quota in the cohort tree once; they
+are heapified, not sorted, and popped only as far as the search goes, so one attempt is linear in
+the admitted workloads plus k·log n for the k candidates it examines.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from domain import reasons
+from domain.objects import ANY, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER
+from domain.quota import FR, QuotaNode
+from domain.state import ClusterQueueState, State, WorkloadState
+
+# Preemption variants (Kueue's classical.preemptionVariant).
+WITHIN_CQ = 1
+HIERARCHICAL_RECLAIM = 2
+RECLAIM_WITHOUT_BORROWING = 3
+RECLAIM_WHILE_BORROWING = 4
+
+VARIANT_REASON = {
+    WITHIN_CQ: reasons.IN_CLUSTER_QUEUE,
+    HIERARCHICAL_RECLAIM: reasons.IN_COHORT_RECLAMATION,
+    RECLAIM_WITHOUT_BORROWING: reasons.IN_COHORT_RECLAMATION,
+    RECLAIM_WHILE_BORROWING: reasons.IN_COHORT_RECLAIM_WHILE_BORROWING,
+}
+
+HUMAN_REASON = {
+    reasons.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    reasons.IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    reasons.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    reasons.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    ws: WorkloadState
+    reason: str
+    cq: ClusterQueueState
+
+
+@dataclass(slots=True)
+class _Candidate:
+    ws: WorkloadState
+    cq: ClusterQueueState
+    variant: int
+    lca: QuotaNode | None
+
+
+def satisfies_policy(preemptor: WorkloadState, candidate: WorkloadState, policy: str) -> bool:
+    if policy == LOWER_PRIORITY:
+        return preemptor.priority > candidate.priority
+    if policy == LOWER_OR_NEWER_EQUAL:
+        if preemptor.priority > candidate.priority:
+            return True
+        return preemptor.priority == candidate.priority and preemptor.queue_time < candidate.queue_time
+    return policy == ANY
+
+
+def within_nominal(node: QuotaNode, frs: list[FR]) -> bool:
+    return all(node.usage.get(fr, 0) <= node.subtree.get(fr, 0) for fr in frs)
+
+
+def uses(ws: WorkloadState, frs: list[FR]) -> bool:
+    admission = ws.admission
+    return admission is not None and any(admission.usage.get(fr, 0) > 0 for fr in frs)
+
+
+def cq_path(cq: ClusterQueueState) -> str:
+    parts = [cq.name] + [node.name for node in cq.node.ancestors()]
+    return "/" + "/".join(reversed(parts))
+
+
+def preemption_message(preemptor: WorkloadState, preemptor_cq: ClusterQueueState, target: Target) -> str:
+    return (
+        f"Preempted to accommodate a workload (UID: {preemptor.uid}, JobUID: {preemptor.job_uid}) due to "
+        f"{HUMAN_REASON.get(target.reason, 'UNKNOWN')}; preemptor path: {cq_path(preemptor_cq)}; "
+        f"preemptee path: {cq_path(target.cq)}"
+    )
+
+
+class _OrderedCandidates:
+    """A group of candidates, popped lazily in Kueue's order and remembered for the next attempt."""
+
+    def __init__(self, items: list[_Candidate], own_cq: str) -> None:
+        self._heap = [(self._key(c, own_cq), i, c) for i, c in enumerate(items)]
+        heapq.heapify(self._heap)
+        self._taken: list[_Candidate] = []
+
+    @staticmethod
+    def _key(c: _Candidate, own_cq: str) -> tuple[bool, int, int, int, str]:
+        admission = c.ws.admission
+        assert admission is not None
+        offset, index = admission.sequence
+        return (c.cq.name == own_cq, c.ws.priority, -offset, -index, c.ws.key)
+
+    def __iter__(self) -> Iterator[_Candidate]:
+        yield from self._taken
+        while self._heap:
+            candidate = heapq.heappop(self._heap)[2]
+            self._taken.append(candidate)
+            yield candidate
+
+    def __len__(self) -> int:
+        return len(self._heap) + len(self._taken)
+
+
+class ClassicalPreemptor:
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def targets(
+        self,
+        cq: ClusterQueueState,
+        ws: WorkloadState,
+        requests: dict[FR, int],
+        frs: list[FR],
+    ) -> list[Target]:
+        same_queue = self._same_queue_candidates(cq, ws, frs)
+        hierarchy, priority = self._cohort_candidates(cq, ws, requests, frs)
+        groups: list[_OrderedCandidates] = []
+        for evicted in (True, False):
+            for group in (hierarchy, priority, same_queue):
+                groups.append(_OrderedCandidates([c for c in group if c.ws.evicted == evicted], cq.name))
+        forbidden = cq.spec.preemption.borrow_within_cohort == NEVER
+        if (not hierarchy and not priority) or (forbidden and not self._under_nominal(cq, frs)):
+            attempts = (True,)
+        elif forbidden and not hierarchy:
+            attempts = (False, True)
+        else:
+            attempts = (True, False)
+        for allow_borrowing in attempts:
+            chosen: list[_Candidate] = []
+            try:
+                for group in groups:
+                    for candidate in group:
+                        if not self._valid(cq, candidate, allow_borrowing, frs):
+                            continue
+                        self._remove(candidate)
+                        chosen.append(candidate)
+                        if self._fits(cq, requests, allow_borrowing):
+                            chosen = self._fill_back(cq, requests, allow_borrowing, chosen)
+                            return [Target(c.ws, VARIANT_REASON[c.variant], c.cq) for c in chosen]
+            finally:
+                for candidate in chosen:
+                    self._restore(candidate)
+        return []
+
+    # -- candidates -------------------------------------------------------------------------
+    def _classify(self, cq: ClusterQueueState, preemptor: WorkloadState, candidate: WorkloadState,
+                  candidate_cq: str, frs: list[FR], advantage: bool) -> int:
+        if not uses(candidate, frs):
+            return 0
+        spec = cq.spec.preemption
+        own = candidate_cq == cq.name
+        policy = spec.within_cluster_queue if own else spec.reclaim_within_cohort
+        if not satisfies_policy(preemptor, candidate, policy):
+            return 0
+        if own:
+            return WITHIN_CQ
+        if advantage:
+            return HIERARCHICAL_RECLAIM
+        if spec.borrow_within_cohort == NEVER:
+            return RECLAIM_WITHOUT_BORROWING
+        threshold = spec.max_priority_threshold
+        if candidate.priority >= preemptor.priority or (threshold is not None and candidate.priority > threshold):
+            return RECLAIM_WITHOUT_BORROWING
+        return RECLAIM_WHILE_BORROWING
+
+    def _from_queue(self, cq: ClusterQueueState, member: ClusterQueueState, preemptor: WorkloadState,
+                    frs: list[FR], advantage: bool, lca: QuotaNode | None) -> list[_Candidate]:
+        out: list[_Candidate] = []
+        workloads = self.state.workloads
+        for key in member.admitted:
+            candidate = workloads[key]
+            variant = self._classify(cq, preemptor, candidate, member.name, frs, advantage)
+            if variant:
+                out.append(_Candidate(candidate, member, variant, lca))
+        return out
+
+    def _same_queue_candidates(self, cq: ClusterQueueState, ws: WorkloadState, frs: list[FR]) -> list[_Candidate]:
+        if cq.spec.preemption.within_cluster_queue == NEVER:
+            return []
+        return self._from_queue(cq, cq, ws, frs, False, None)
+
+    def _cohort_candidates(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
+                           frs: list[FR]) -> tuple[list[_Candidate], list[_Candidate]]:
+        hierarchy: list[_Candidate] = []
+        priority: list[_Candidate] = []
+        if cq.node.parent is None or cq.spec.preemption.reclaim_within_cohort == NEVER:
+            return hierarchy, priority
+        advantage, remaining = _fit_in_quota(cq.node, requests)
+        previous: QuotaNode | None = None
+        for subtree in cq.node.ancestors():
+            target = hierarchy if advantage else priority
+            self._collect(cq, ws, subtree, subtree, previous, frs, advantage, target)
+            fits, remaining = _fit_in_quota(subtree, remaining)
+            advantage = advantage or fits
+            previous = subtree
+        return hierarchy, priority
+
+    def _collect(self, cq: ClusterQueueState, ws: WorkloadState, node: QuotaNode, subtree_root: QuotaNode,
+                 skip: QuotaNode | None, frs: list[FR], advantage: bool, out: list[_Candidate]) -> None:
+        for name in sorted(node.children):
+            child = node.children[name]
+            if child is skip or child is cq.node:
+                continue
+            if within_nominal(child, frs):
+                continue
+            if child.is_cluster_queue:
+                member = self.state.cluster_queues.get(name)
+                if member is not None:
+                    out.extend(self._from_queue(cq, member, ws, frs, advantage, subtree_root))
+            else:
+                self._collect(cq, ws, child, subtree_root, skip, frs, advantage, out)
+
+    # -- simulation -------------------------------------------------------------------------
+    def _valid(self, cq: ClusterQueueState, c: _Candidate, allow_borrowing: bool, frs: list[FR]) -> bool:
+        if c.cq is cq:
+            return True
+        if allow_borrowing and c.variant == RECLAIM_WITHOUT_BORROWING:
+            return False
+        if within_nominal(c.cq.node, frs):
+            return False
+        for node in c.cq.node.ancestors():
+            if node is c.lca:
+                break
+            if within_nominal(node, frs):
+                return False
+        return True
+
+    @staticmethod
+    def _under_nominal(cq: ClusterQueueState, frs: list[FR]) -> bool:
+        return all(cq.node.usage.get(fr, 0) < cq.node.nominal.get(fr, 0) for fr in frs)
+
+    @staticmethod
+    def _fits(cq: ClusterQueueState, requests: dict[FR, int], allow_borrowing: bool) -> bool:
+        node = cq.node
+        for fr, value in requests.items():
+            if not allow_borrowing and node.borrowing_with(fr, value):
+                return False
+            if value > max(0, node.available(fr)):
+                return False
+        return True
+
+    def _fill_back(self, cq: ClusterQueueState, requests: dict[FR, int], allow_borrowing: bool,
+                   chosen: list[_Candidate]) -> list[_Candidate]:
+        # Give back, last to first (the last one is needed by construction), every victim the
+        # preemptor still fits without; Kueue swaps the last element into the freed slot.
+        for i in range(len(chosen) - 2, -1, -1):
+            self._restore(chosen[i])
+            if self._fits(cq, requests, allow_borrowing):
+                chosen[i] = chosen[-1]
+                chosen.pop()
+            else:
+                self._remove(chosen[i])
+        return chosen
+
+    @staticmethod
+    def _remove(c: _Candidate) -> None:
+        assert c.ws.admission is not None
+        c.cq.node.add_usages(c.ws.admission.usage, -1)
+
+    @staticmethod
+    def _restore(c: _Candidate) -> None:
+        assert c.ws.admission is not None
+        c.cq.node.add_usages(c.ws.admission.usage)
+
+
+def _fit_in_quota(node: QuotaNode, requests: dict[FR, int]) -> tuple[bool, dict[FR, int]]:
+    fits = True
+    remaining: dict[FR, int] = {}
+    for fr, value in requests.items():
+        if node.subtree.get(fr, 0) < node.usage.get(fr, 0) + value:
+            fits = False
+        remaining[fr] = max(0, value - node.local_available(fr))
+    return fits, remaining
