@@ -41,7 +41,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -460,7 +460,7 @@ def start_broker(
         raise
     elapsed = time.monotonic() - began
     _say(f"Kafka {version} ready at {broker.bootstrap} in {elapsed:.1f} s (logs: {log_file})")
-    return LocalBroker(**{**asdict(broker), "started_in_s": round(elapsed, 2)})
+    return replace(broker, started_in_s=round(elapsed, 2))
 
 
 def _log_contains(path: Path, needle: bytes, offset: int) -> tuple[bool, int]:
