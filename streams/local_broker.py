@@ -90,7 +90,8 @@ def cache_root() -> Path:
 class Resolution:
     libs: Path
     jar_count: int
-    downloaded: bool
+    # "cache" (marker present, Maven not run), "maven-offline" or "maven-online"
+    source: str
     seconds: float
 
 
@@ -178,7 +179,7 @@ def resolve_jars(version: str = KAFKA_VERSION) -> Resolution:
     version_dir = root / f"kafka-{version}"
     cached = _cached_libs(version_dir)
     if cached is not None:
-        return Resolution(cached, len(list(cached.glob("*.jar"))), False, 0.0)
+        return Resolution(cached, len(list(cached.glob("*.jar"))), "cache", 0.0)
 
     if shutil.which("mvn") is None:
         raise LocalBrokerError("`mvn` not found on PATH; cannot resolve Kafka jars")
@@ -188,7 +189,7 @@ def resolve_jars(version: str = KAFKA_VERSION) -> Resolution:
         fcntl.flock(lock, fcntl.LOCK_EX)
         cached = _cached_libs(version_dir)
         if cached is not None:
-            return Resolution(cached, len(list(cached.glob("*.jar"))), False, 0.0)
+            return Resolution(cached, len(list(cached.glob("*.jar"))), "cache", 0.0)
 
         pom = version_dir / "pom.xml"
         pom.write_text(_pom(version))
@@ -200,7 +201,9 @@ def resolve_jars(version: str = KAFKA_VERSION) -> Resolution:
                 repo / "org/apache/kafka" / f"kafka_{SCALA_VERSION}" / version
             ).is_dir()
             ok = have_artifact and _run_mvn(pom, repo, staging, offline=True, log=log)
+            source = "maven-offline"
             if not ok:
+                source = "maven-online"
                 _say(f"downloading Kafka {version} jars from Maven Central ...")
                 ok = _run_mvn(pom, repo, staging, offline=False, log=log)
             if not ok:
@@ -219,7 +222,7 @@ def resolve_jars(version: str = KAFKA_VERSION) -> Resolution:
         (version_dir / _MARKER_NAME).write_text(
             json.dumps({"version": version, "jars": jars}, indent=1)
         )
-    return Resolution(libs, len(jars), True, time.monotonic() - began)
+    return Resolution(libs, len(jars), source, time.monotonic() - began)
 
 
 # --------------------------------------------------------------------------
@@ -382,13 +385,13 @@ def start_broker(
     so a killed test run or shell cannot leave a JVM behind.
     """
     resolution = resolve_jars(version)
-    if resolution.downloaded:
+    if resolution.source == "cache":
+        _say(f"using {resolution.jar_count} cached jars from {resolution.libs}")
+    else:
         _say(
             f"resolved {resolution.jar_count} jars into {resolution.libs} "
-            f"in {resolution.seconds:.1f} s"
+            f"({resolution.source}) in {resolution.seconds:.1f} s"
         )
-    else:
-        _say(f"using {resolution.jar_count} cached jars from {resolution.libs}")
 
     began = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="quotaflow-kafka-"))
@@ -635,8 +638,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 def _cmd_fetch(args: argparse.Namespace) -> int:
     res = resolve_jars(args.version)
-    where = "downloaded" if res.downloaded else "cached"
-    _say(f"{res.jar_count} jars {where} in {res.libs}")
+    _say(f"{res.jar_count} jars in {res.libs} (from {res.source}, {res.seconds:.1f} s)")
     return 0
 
 
