@@ -9,12 +9,13 @@ point (`scheduler.schedule`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import msgspec
 
 from domain import reasons
-from domain.decisions import Decision, Deleted, Finished, Pending, Rejected
+from domain.decisions import Admitted, Decision, Deleted, Finished, Pending, Rejected
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput, type_name
 from domain.lifecycle import (
@@ -70,7 +71,8 @@ EVENT_TYPES = (
     "AdmissionCheckStateChanged",
     "Batch",
 )
-BATCH_SLOTS = 1 << 16  # log positions inside one Batch event
+BATCH_SLOTS = 1 << 16
+CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")  # log positions inside one Batch event
 
 _json = msgspec.json.Decoder()
 
@@ -237,11 +239,16 @@ class Engine:
                     cq.queue.push(key, equivalence_class(state.workloads[key[3]]))
         cq.node.set_quotas(*quota_maps(spec.quotas()))
         set_parent(state, cq.node, spec.cohort)
-        if spec.stop_policy == HOLD_AND_DRAIN:
+        if spec.stop_policy != STOP_NONE:
             for key in list(cq.admitted):
                 ws = state.workloads[key]
-                if not ws.evicted:
+                if ws.evicted or ws.admission is None:
+                    continue
+                if spec.stop_policy == HOLD_AND_DRAIN:
                     evict(state, out, ws, reasons.CLUSTER_QUEUE_STOPPED, reasons.MSG_CQ_STOPPED)
+                elif not ws.admission.admitted:
+                    # Reserved but not admitted (checks pending): no pods yet, the hold takes it back.
+                    release_evicted(state, out, ws)
         self._refresh_activeness(out)
         for key in list(state.parked.get(f"cq:{spec.name}", {})):
             ws = state.workloads[key]
@@ -535,11 +542,38 @@ class Engine:
         release_evicted(self.state, out, ws)
 
     def _admission_check_state(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
-        # Admission checks arrive with the admission-check work (issue 5); until then say so
-        # plainly rather than pretend the state was applied.
-        raise InvalidInput(
-            reasons.MALFORMED_EVENT, "admission check states are not supported by this engine version yet"
-        )
+        key, ws = self._lookup(raw)
+        if ws is None:
+            raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} not found")
+        f = Fields(raw, "", reasons.MALFORMED_EVENT)
+        check = f.str("check")
+        new_state = f.enum("state", CHECK_STATES, "Pending")
+        message = f.str("message", "")
+        admission = ws.admission
+        if admission is None or ws.evicted or check not in admission.checks:
+            raise InvalidInput(
+                reasons.NOT_FOUND,
+                f"admission check {check!r} is not pending on workload {key} (it holds no quota reservation "
+                "that this check applies to)",
+            )
+        admission.checks[check] = new_state
+        state = self.state
+        detail = f'"{check}" ({message})' if message else f'"{check}"'
+        if new_state == "Ready":
+            if not admission.admitted and all(v == "Ready" for v in admission.checks.values()):
+                admission.admitted = True
+                out.emit(Admitted, key, clusterQueue=admission.cluster_queue, podSetAssignments=admission.pod_sets)
+        elif new_state == "Retry":
+            # Kueue requeues a Retry-evicted workload by its eviction time: behind the others.
+            ws.queue_time = max(ws.queue_time, state.clock)
+            ws.order_key = (-ws.priority, ws.queue_time, ws.seq, ws.key)
+            evict(state, out, ws, reasons.ADMISSION_CHECK, f"Evicted due to AdmissionCheck in Retry state: {detail}")
+        elif new_state == "Rejected":
+            ws.spec = replace(ws.spec, active=False)
+            evict(
+                state, out, ws, reasons.ADMISSION_CHECK,
+                f"The workload is deactivated due to AdmissionCheck in Rejected state: {detail}",
+            )
 
 
 def config_key(obj: ConfigObject) -> str:

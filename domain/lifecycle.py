@@ -8,7 +8,7 @@ decides what the decision log says about it.
 from __future__ import annotations
 
 from domain import reasons
-from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased
+from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased, QuotaReserved
 from domain.emitter import Emitter
 from domain.objects import IMMEDIATE
 from domain.queues import Status
@@ -83,15 +83,30 @@ def unroute(state: State, ws: WorkloadState) -> None:
 
 
 def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, admission: Admission) -> None:
+    """Reserve quota; Admitted at once, or QuotaReserved while admission checks are not Ready."""
     unroute(state, ws)
     cq.node.add_usages(admission.usage)
     cq.admitted[ws.key] = None
     ws.cluster_queue = cq.name
     ws.admission = admission
     ws.last_status = None
-    out.emit(Admitted, ws.key, clusterQueue=cq.name, podSetAssignments=admission.pod_sets)
+    admission.checks = applicable_checks(cq, admission)
+    admission.admitted = not admission.checks
+    kind = Admitted if admission.admitted else QuotaReserved
+    out.emit(kind, ws.key, clusterQueue=cq.name, podSetAssignments=admission.pod_sets)
     if cq.queue.is_ready():
         state.ready[cq.name] = None
+
+
+def applicable_checks(cq: ClusterQueueState, admission: Admission) -> dict[str, str]:
+    """Checks with no onFlavors, and those naming a flavor the workload was assigned."""
+    assigned = {flavor for ps in admission.pod_sets for flavor in ps.flavors.values()}
+    names = sorted(
+        rule.name
+        for rule in cq.spec.admission_checks
+        if not rule.on_flavors or assigned.intersection(rule.on_flavors)
+    )
+    return dict.fromkeys(names, "Pending")
 
 
 def release(state: State, ws: WorkloadState) -> ClusterQueueState | None:
@@ -122,8 +137,10 @@ def evict(
 ) -> None:
     """Evict (or, with a preemptor, preempt) a workload holding quota.
 
-    It keeps its quota until its pods are gone: until a WorkloadReleased event, or at once when
-    the ClusterQueue's eviction release policy is Immediate. Only then does it queue again.
+    An admitted workload keeps its quota until its pods are gone: until a WorkloadReleased
+    event, or at once when the ClusterQueue's eviction release policy is Immediate. One that only
+    reserved quota (admission checks not Ready) has no pods yet and gives it back at once. Only
+    then does it queue again.
     """
     admission = ws.admission
     assert admission is not None and not ws.evicted
@@ -133,7 +150,7 @@ def evict(
     else:
         out.emit(Evicted, ws.key, reason=reason, message=message)
     ws.evicted = True
-    if release_policy(state, cq) == IMMEDIATE:
+    if not admission.admitted or release_policy(state, cq) == IMMEDIATE:
         release_evicted(state, out, ws)
 
 

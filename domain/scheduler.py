@@ -114,11 +114,42 @@ class Scheduler:
             oracle,
             can_preempt_while_borrowing=spec.preemption.borrow_within_cohort != NEVER,
         )
-        assignment = assigner.assign(ws.spec)
+        full = self._try(cq, ws, assigner, None)
+        if full.assignment.mode == MODE_FIT or full.targets:
+            return full
+        partial = self._partial(cq, ws, assigner)
+        return partial if partial is not None else Entry(cq, ws, full.assignment)
+
+    def _try(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
+             counts: list[int] | None) -> Entry:
+        assignment = assigner.assign(ws.spec, counts)
         entry = Entry(cq, ws, assignment)
         if assignment.mode not in (MODE_FIT, MODE_NO_FIT):
-            entry.targets = preemptor.targets(cq, ws, assignment.usage, assignment.preempt_frs())
+            entry.targets = self.preemptor.targets(cq, ws, assignment.usage, assignment.preempt_frs())
         return entry
+
+    def _partial(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner) -> Entry | None:
+        """Partial admission: the largest pod counts (down to minCount) that fit or can preempt.
+
+        Kueue searches i in [0, Δ] (Δ = Σ count − minCount) for the smallest i whose counts
+        count − ⌊δ·i/Δ⌋ work, by binary search."""
+        pod_sets = ws.spec.pod_sets
+        deltas = [ps.count - (ps.min_count if ps.min_count is not None else ps.count) for ps in pod_sets]
+        total = sum(deltas)
+        if total == 0:
+            return None
+        found: Entry | None = None
+        lo, hi = 0, total + 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            counts = [ps.count - d * mid // total for ps, d in zip(pod_sets, deltas)]
+            entry = self._try(cq, ws, assigner, counts)
+            if entry.assignment.mode == MODE_FIT or entry.targets:
+                found = entry
+                hi = mid
+            else:
+                lo = mid + 1
+        return found
 
     # -- one cycle --------------------------------------------------------------------------
     def run_cycle(self, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> None:

@@ -30,6 +30,8 @@ class AdmissionSnap(msgspec.Struct, array_like=True):
     pod_sets: list[PodSetAssignment]
     usage: list[tuple[str, str, int]]
     sequence: tuple[int, int]
+    checks: list[tuple[str, str]]
+    admitted: bool
 
 
 class WorkloadSnap(msgspec.Struct, array_like=True):
@@ -93,6 +95,8 @@ def dump(engine: Engine) -> bytes:
                 ws.admission.pod_sets,
                 [(f, r, v) for (f, r), v in ws.admission.usage.items()],
                 ws.admission.sequence,
+                list(ws.admission.checks.items()),
+                ws.admission.admitted,
             ),
             ws.last_status,
             ws.parked_on,
@@ -151,7 +155,7 @@ def load(data: bytes) -> Engine:
         if w.admission is not None:
             a = w.admission
             usage = {(f, r): v for f, r, v in a.usage}
-            ws.admission = Admission(a.cluster_queue, a.pod_sets, usage, a.sequence)
+            ws.admission = Admission(a.cluster_queue, a.pod_sets, usage, a.sequence, dict(a.checks), a.admitted)
             state.cluster_queues[a.cluster_queue].node.add_usages(usage)
         elif w.queued and w.cluster_queue is not None:
             ws.queued = True

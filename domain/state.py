@@ -35,6 +35,10 @@ class Admission:
     pod_sets: list[PodSetAssignment]
     usage: dict[FR, int]
     sequence: tuple[int, int]  # (input offset, decision index): "admitted most recently" order
+    # Admission checks that apply, by name -> state (Pending, Ready, Retry, Rejected). The
+    # workload holds quota from the reservation; it is Admitted once every check is Ready.
+    checks: dict[str, str] = field(default_factory=dict)
+    admitted: bool = True
 
 
 @dataclass(slots=True)
