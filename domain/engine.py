@@ -57,6 +57,7 @@ from domain.topology import (
     remove_cluster_queue,
     set_parent,
     would_cycle,
+    yunikorn_max_violations,
 )
 from domain.workload import WorkloadSpec, parse_workload, workload_ref
 
@@ -200,6 +201,13 @@ class Engine:
                     reasons.INVALID_OBJECT,
                     f"Cohort: spec.parentName: {obj.parent} would make a cycle of cohorts",
                 )
+            if obj.yunikorn_rules:
+                existing = state.cohorts.get(obj.name)
+                own = dict(existing.node.subtree) if existing is not None else {}
+                quotas = obj.quotas()
+                for fr, q in quotas.items():
+                    own[fr] = own.get(fr, 0) - (existing.node.nominal.get(fr, 0) if existing else 0) + q.nominal
+                self._refuse_above_parent("Cohort", obj.name, yunikorn_max_violations(state, obj.name, quotas, obj.parent, own))
             cohort = apply_cohort(state, obj)
             self._wake_node(cohort.node)
         elif isinstance(obj, WorkloadPriorityClass):
@@ -220,6 +228,10 @@ class Engine:
 
     def _apply_cluster_queue(self, spec: ClusterQueueSpec, out: Emitter) -> None:
         state = self.state
+        if spec.yunikorn_rules:
+            quotas = spec.quotas()
+            own = {fr: q.nominal for fr, q in quotas.items()}
+            self._refuse_above_parent("ClusterQueue", spec.name, yunikorn_max_violations(state, spec.name, quotas, spec.cohort, own))
         groups = {res: g for g in spec.resource_groups for res in g.covered}
         cq = state.cluster_queues.get(spec.name)
         strict = spec.queueing_strategy == STRICT_FIFO
@@ -238,6 +250,7 @@ class Engine:
                 for key in list(old.keys()):
                     cq.queue.push(key, equivalence_class(state.workloads[key[3]]))
         cq.node.set_quotas(*quota_maps(spec.quotas()))
+        cq.node.weight = spec.fair_weight
         set_parent(state, cq.node, spec.cohort)
         if spec.stop_policy != STOP_NONE:
             for key in list(cq.admitted):
@@ -257,6 +270,15 @@ class Engine:
         if old_root is not None and old_root is not cq.node.root():
             self._wake_node(old_root)
         wake_tree(state, cq)
+
+    @staticmethod
+    def _refuse_above_parent(kind: str, name: str, problems: list[str]) -> None:
+        if problems:
+            raise InvalidInput(
+                reasons.INVALID_OBJECT,
+                f"{kind} {name}: {'; '.join(problems)} (YuniKorn quota model: a child queue's max "
+                "cannot exceed its parent's)",
+            )
 
     def _apply_local_queue(self, spec: LocalQueueSpec, out: Emitter) -> None:
         state = self.state

@@ -12,7 +12,6 @@ from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaRelease
 from domain.emitter import Emitter
 from domain.objects import IMMEDIATE
 from domain.queues import Status
-from domain.quota import QuotaNode
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
 
@@ -175,7 +174,7 @@ def wake_tree(state: State, cq: ClusterQueueState) -> None:
     if root is cq.node:
         _wake(state, cq)
         return
-    for node in _leaves(root):
+    for node in root.leaves():
         member = state.cluster_queues.get(node.name)
         if member is not None:
             _wake(state, member)
@@ -190,18 +189,6 @@ def _wake(state: State, cq: ClusterQueueState) -> None:
     cq.queue.requeue_all()
     if cq.active and cq.queue.is_ready():
         state.ready[cq.name] = None
-
-
-def _leaves(node: QuotaNode) -> list[QuotaNode]:
-    out: list[QuotaNode] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.is_cluster_queue:
-            out.append(current)
-        else:
-            stack.extend(current.children[name] for name in sorted(current.children, reverse=True))
-    return out
 
 
 def drop_if_terminated(state: State, cq: ClusterQueueState) -> None:

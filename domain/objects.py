@@ -41,6 +41,10 @@ FAIR_SHARING = "FairSharing"
 ON_RELEASE = "OnRelease"  # when a WorkloadReleased event confirms its pods are gone (Kueue's behaviour)
 IMMEDIATE = "Immediate"  # at once, for launchers that stop workloads synchronously
 EVICTION_RELEASE_ANNOTATION = "quotaflow.dev/eviction-release"
+# Objects carrying this annotation with value "YuniKorn" follow YuniKorn's hierarchical quota
+# rule that a child's max may not exceed its parent's (Kueue itself silently caps instead).
+QUOTA_MODEL_ANNOTATION = "quotaflow.dev/quota-model"
+YUNIKORN = "YuniKorn"
 
 
 def _invalid(message: str) -> InvalidInput:
@@ -132,6 +136,7 @@ class ClusterQueueSpec:
     fair_weight: int  # milli-weight: fairSharing.weight as a quantity, in milli-units
     admission_checks: tuple[AdmissionCheckRule, ...]
     eviction_release: str | None = None  # overrides Configuration.eviction_release
+    yunikorn_rules: bool = False
 
     def quotas(self) -> dict[FR, ResourceQuota]:
         out: dict[FR, ResourceQuota] = {}
@@ -151,6 +156,7 @@ class CohortSpec:
     parent: str | None
     resource_groups: tuple[ResourceGroup, ...]
     fair_weight: int
+    yunikorn_rules: bool = False
 
     def quotas(self) -> dict[FR, ResourceQuota]:
         out: dict[FR, ResourceQuota] = {}
@@ -388,6 +394,7 @@ def parse_cluster_queue(obj: Fields) -> ClusterQueueSpec:
         fair_weight=_fair_weight(spec),
         admission_checks=checks,
         eviction_release=release,
+        yunikorn_rules=_quota_model(obj) == YUNIKORN,
     )
 
 
@@ -418,7 +425,14 @@ def parse_cohort(obj: Fields) -> CohortSpec:
         raise spec.fail("resourceGroups", "borrowingLimit and lendingLimit must be nil when parent is empty")
     if parent == name:
         raise spec.fail("parentName", "a Cohort cannot be its own parent")
-    return CohortSpec(name, parent, groups, _fair_weight(spec))
+    return CohortSpec(name, parent, groups, _fair_weight(spec), _quota_model(obj) == YUNIKORN)
+
+
+def _quota_model(obj: Fields) -> str | None:
+    model = obj.sub("metadata").sub("annotations").opt_str(QUOTA_MODEL_ANNOTATION)
+    if model is not None and model not in ("Kueue", YUNIKORN):
+        raise obj.fail(f"metadata.annotations.{QUOTA_MODEL_ANNOTATION}", f'Unsupported value: "{model}"')
+    return model
 
 
 def parse_local_queue(obj: Fields) -> LocalQueueSpec:

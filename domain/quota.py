@@ -30,6 +30,7 @@ class QuotaNode:
         "subtree",
         "usage",
         "tree_height",
+        "weight",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -43,6 +44,7 @@ class QuotaNode:
         self.subtree: dict[FR, int] = {}
         self.usage: dict[FR, int] = {}
         self.tree_height = 0  # longest distance to a leaf; kept by recompute()
+        self.weight = 1000  # fairSharing.weight in milli-units (default 1)
 
     # -- structure --------------------------------------------------------------------------
     def root(self) -> QuotaNode:
@@ -56,6 +58,18 @@ class QuotaNode:
         while node is not None:
             yield node
             node = node.parent
+
+    def leaves(self) -> list[QuotaNode]:
+        """The ClusterQueues of this subtree, in name order at each level."""
+        out: list[QuotaNode] = []
+        stack = [self]
+        while stack:
+            current = stack.pop()
+            if current.is_cluster_queue:
+                out.append(current)
+            else:
+                stack.extend(current.children[n] for n in sorted(current.children, reverse=True))
+        return out
 
     def height(self) -> int:
         return self.tree_height

@@ -14,11 +14,13 @@ only once before it is released); parked heads only come back through `wake_tree
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 
 from domain import reasons
 from domain.decisions import PodSetAssignment
 from domain.emitter import Emitter
+from domain.entry import Entry
+from domain.fair_sharing import FairSharingPreemptor, Tournament
 from domain.flavor_assigner import (
     MODE_FIT,
     MODE_NO_FIT,
@@ -30,23 +32,12 @@ from domain.flavor_assigner import (
     FlavorAssigner,
 )
 from domain.lifecycle import admit, evict, set_pending
-from domain.objects import ANY, NEVER
+from domain.objects import ANY, FAIR_SHARING, NEVER
 from domain.preemption import ClassicalPreemptor, Target, preemption_message
 from domain.quantity import format_amount
 from domain.quota import FR, borrowing_level
 from domain.queues import Status
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
-
-
-@dataclass(slots=True)
-class Entry:
-    cq: ClusterQueueState
-    ws: WorkloadState
-    assignment: Assignment
-    targets: list[Target] = field(default_factory=list)
-
-    def order(self) -> tuple[int, int, int, int]:
-        return (self.assignment.borrowing, -self.ws.priority, self.ws.queue_time, self.ws.seq)
 
 
 def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
@@ -81,7 +72,10 @@ def _sticky_head(state: State, cq: ClusterQueueState) -> WorkloadState | None:
 class Scheduler:
     def __init__(self, state: State) -> None:
         self.state = state
-        self.preemptor = ClassicalPreemptor(state)
+        self.fair = state.configuration.preemption_policy == FAIR_SHARING
+        self.preemptor: ClassicalPreemptor | FairSharingPreemptor = (
+            FairSharingPreemptor(state) if self.fair else ClassicalPreemptor(state)
+        )
 
     def schedule(self, out: Emitter) -> None:
         while True:
@@ -112,7 +106,8 @@ class Scheduler:
             cq.groups,
             self.state.flavors,
             oracle,
-            can_preempt_while_borrowing=spec.preemption.borrow_within_cohort != NEVER,
+            can_preempt_while_borrowing=spec.preemption.borrow_within_cohort != NEVER
+            or (self.fair and spec.preemption.reclaim_within_cohort != NEVER),
         )
         full = self._try(cq, ws, assigner, None)
         if full.assignment.mode == MODE_FIT or full.targets:
@@ -161,13 +156,17 @@ class Scheduler:
                 self._park(out, cq, ws, status, blocks=False)
                 continue
             entries.append(self.assign(cq, ws))
-        entries.sort(key=Entry.order)
+        ordered: Iterable[Entry]
+        if self.fair:
+            ordered = Tournament(entries)
+        else:
+            ordered = sorted(entries, key=Entry.order)
 
         # Quota set aside for the rest of this cycle only: for entries waiting on victims and
         # for preemptors that cannot get any, so lower-ranked entries cannot take that room.
         reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
         victims: dict[str, None] = {}
-        for entry in entries:
+        for entry in ordered:
             cq, ws, assignment = entry.cq, entry.ws, entry.assignment
             if assignment.mode == MODE_NO_FIT:
                 self._park(out, cq, ws, (assignment.no_fit_reason, assignment.message()))

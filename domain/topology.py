@@ -7,6 +7,7 @@ gives it one, as in Kueue; it disappears when nothing names it any more.
 from __future__ import annotations
 
 from domain.objects import CohortSpec, ResourceQuota
+from domain.quantity import format_amount
 from domain.quota import FR, QuotaNode, recompute
 from domain.state import ClusterQueueState, CohortState, State
 
@@ -63,6 +64,7 @@ def would_cycle(state: State, name: str, parent_name: str | None) -> bool:
 def apply_cohort(state: State, spec: CohortSpec) -> CohortState:
     cohort = ensure_cohort(state, spec.name)
     cohort.spec = spec
+    cohort.node.weight = spec.fair_weight
     cohort.node.set_quotas(*quota_maps(spec.quotas()))
     set_parent(state, cohort.node, spec.parent)
     return cohort
@@ -73,6 +75,7 @@ def delete_cohort(state: State, name: str) -> None:
     if cohort is None:
         return
     cohort.spec = None
+    cohort.node.weight = 1000
     cohort.node.set_quotas({}, {}, {})
     set_parent(state, cohort.node, None)
     _drop_if_unused(state, cohort.node)
@@ -104,3 +107,30 @@ def _drop_if_unused(state: State, node: QuotaNode) -> None:
             return
         recompute(parent.root())
         node = parent
+
+
+def yunikorn_max_violations(state: State, name: str, quotas: dict[FR, ResourceQuota], parent: str | None,
+                            own_subtree: dict[FR, int]) -> list[str]:
+    """YuniKorn: a queue's max (its quota plus borrowing limit) may not exceed its parent's max.
+
+    The parent's max is what its whole subtree could ever use: its potential availability.
+    """
+    if parent is None:
+        return []
+    cohort = state.cohorts.get(parent)
+    if cohort is None:
+        return []
+    problems = []
+    for fr in sorted(quotas):
+        limit = quotas[fr].borrowing_limit
+        if limit is None:
+            continue
+        child_max = own_subtree.get(fr, 0) + limit
+        parent_max = cohort.node.potential_available(fr)
+        if child_max > parent_max:
+            flavor, resource = fr
+            problems.append(
+                f"max {format_amount(resource, child_max)} of {resource} in flavor {flavor} (quota + "
+                f"borrowingLimit) exceeds the max {format_amount(resource, parent_max)} of its parent {parent}"
+            )
+    return problems

@@ -1,0 +1,431 @@
+"""Fair sharing: Kueue's dominant resource share (DRS), the admission tournament, and
+fair-sharing preemption.
+
+A node's DRS is how much it borrows of its dominant resource, relative to what its parent could
+lend, divided by its weight. Kueue computes it in float64; here every ratio is an exact
+`Fraction`, so ties are ties on every machine.
+
+Admission (Kueue's fairSharingIterator): within a cohort tree the next entry is the winner of a
+tournament: at each cohort, the child not borrowing on the entry's requested resources beats one
+that is, then the lower DRS (including the entry's own usage), then higher priority, then
+earlier queue time. The tournament is re-run after each entry is processed.
+
+Preemption (Kueue's fairPreemptions): candidates are the preemptor's own ClusterQueue's per
+`withinClusterQueue`, plus, per `reclaimWithinCohort`, those of every borrowing ClusterQueue in
+the tree. Target ClusterQueues are chosen by descending the tree towards the highest DRS, and a
+candidate is taken if the configured strategy holds between the almost-lowest-common-ancestors
+of preemptor and target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+
+from domain import reasons
+from domain.entry import Entry
+from domain.objects import NEVER
+from domain.preemption import Target, satisfies_policy, uses
+from domain.quota import FR, QuotaNode
+from domain.state import ClusterQueueState, State, WorkloadState
+
+LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+_ZERO = Fraction(0)
+
+
+@dataclass(frozen=True, slots=True)
+class DRS:
+    ratio: Fraction  # unweighted: 1000 × borrowed / lendable, of the dominant resource
+    weight: int  # milli-units
+    dominant: str = ""
+    borrowed: tuple[FR, ...] = ()
+
+    @property
+    def borrowing(self) -> bool:
+        return bool(self.borrowed)
+
+    def borrowing_on(self, requested: dict[FR, int]) -> bool:
+        return any(requested.get(fr, 0) > 0 for fr in self.borrowed)
+
+    def zero_weight_borrows(self) -> bool:
+        return self.weight == 0 and self.ratio != 0
+
+    def share(self) -> Fraction | None:
+        """The weighted share; None stands for +infinity (weight 0 while borrowing)."""
+        if self.ratio == 0:
+            return _ZERO
+        if self.weight == 0:
+            return None
+        return self.ratio * 1000 / self.weight
+
+    def weighted_share(self) -> int:
+        """Kueue's status.fairSharing.weightedShare: the share rounded up (MaxInt64 for +inf)."""
+        share = self.share()
+        if share is None:
+            return 2**63 - 1
+        return -((-share.numerator) // share.denominator)
+
+
+NEGATIVE = DRS(Fraction(-1), 1000)
+
+
+def compare(a: DRS, b: DRS) -> int:
+    a_inf, b_inf = a.zero_weight_borrows(), b.zero_weight_borrows()
+    if a_inf and b_inf:
+        return (a.ratio > b.ratio) - (a.ratio < b.ratio)
+    if a_inf:
+        return 1
+    if b_inf:
+        return -1
+    sa, sb = a.share(), b.share()
+    assert sa is not None and sb is not None
+    return (sa > sb) - (sa < sb)
+
+
+def dominant_resource_share(node: QuotaNode) -> DRS:
+    parent = node.parent
+    if parent is None:
+        return DRS(_ZERO, node.weight)
+    borrowed_by_resource: dict[str, int] = {}
+    borrowed: list[FR] = []
+    for fr, quota in node.subtree.items():
+        amount = node.usage.get(fr, 0) - quota
+        if amount > 0:
+            borrowed_by_resource[fr[1]] = borrowed_by_resource.get(fr[1], 0) + amount
+            borrowed.append(fr)
+    if not borrowed:
+        return DRS(_ZERO, node.weight)
+    lendable: dict[str, int] = {}
+    for fr in parent.root().subtree:
+        lendable[fr[1]] = lendable.get(fr[1], 0) + parent.potential_available(fr)
+    ratio = _ZERO
+    dominant = ""
+    for resource in sorted(borrowed_by_resource):
+        total = lendable.get(resource, 0)
+        if total > 0:
+            r = Fraction(borrowed_by_resource[resource] * 1000, total)
+            if r > ratio:
+                ratio, dominant = r, resource
+    return DRS(ratio, node.weight, dominant, tuple(sorted(borrowed)))
+
+
+# --- admission order ------------------------------------------------------------------------
+class Tournament:
+    """Yields the cycle's entries in fair-sharing order, re-deciding after each is processed."""
+
+    def __init__(self, entries: list[Entry]) -> None:
+        self.remaining: dict[str, Entry] = {e.cq.name: e for e in entries}
+
+    def __iter__(self) -> Iterator[Entry]:
+        while self.remaining:
+            # Trees share no quota, so which tree goes first does not matter; pick by name.
+            first = self.remaining[min(self.remaining)]
+            node = first.cq.node
+            if node.parent is None:
+                winner: Entry | None = first
+            else:
+                root = node.root()
+                winner = self._run(root, self._compute(root))
+            assert winner is not None
+            del self.remaining[winner.cq.name]
+            yield winner
+
+    def _compute(self, root: QuotaNode) -> dict[tuple[str, str], DRS]:
+        values: dict[tuple[str, str], DRS] = {}
+        for entry in self.remaining.values():
+            node = entry.cq.node
+            if node.root() is not root:
+                continue
+            usage = entry.assignment.usage
+            node.add_usages(usage)
+            share = dominant_resource_share(node)
+            for ancestor in node.ancestors():
+                values[(ancestor.name, entry.ws.key)] = share
+                share = dominant_resource_share(ancestor)
+            node.add_usages(usage, -1)
+        return values
+
+    def _run(self, cohort: QuotaNode, values: dict[tuple[str, str], DRS]) -> Entry | None:
+        candidates: list[Entry] = []
+        children = [cohort.children[n] for n in sorted(cohort.children)]
+        for child in children:
+            if not child.is_cluster_queue:
+                winner = self._run(child, values)
+                if winner is not None:
+                    candidates.append(winner)
+        for child in children:
+            if child.is_cluster_queue and child.name in self.remaining:
+                candidates.append(self.remaining[child.name])
+        if not candidates:
+            return None
+        best = candidates[0]
+        for current in candidates[1:]:
+            if _less(current, best, cohort.name, values):
+                best = current
+        return best
+
+
+def _less(a: Entry, b: Entry, parent: str, values: dict[tuple[str, str], DRS]) -> bool:
+    wa, wb = a.ws, b.ws
+    da, db = values[(parent, wa.key)], values[(parent, wb.key)]
+    ba = da.borrowing_on(a.assignment.usage)
+    bb = db.borrowing_on(b.assignment.usage)
+    if ba != bb:
+        return not ba
+    c = compare(da, db)
+    if c != 0:
+        return c < 0
+    if wa.priority != wb.priority:
+        return wa.priority > wb.priority
+    return (wa.queue_time, wa.seq) < (wb.queue_time, wb.seq)
+
+
+# --- preemption -----------------------------------------------------------------------------
+class FairSharingPreemptor:
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
+                frs: list[FR]) -> list[Target]:
+        candidates = self._candidates(cq, ws, frs)
+        if not candidates:
+            return []
+        candidates.sort(key=lambda c: _order_key(c, cq.name))
+        strategies = self.state.configuration.fair_sharing_strategies
+        cq.node.add_usages(requests)  # shares include the incoming workload
+        taken: list[Target] = []
+        try:
+            fits, retry = self._first_strategy(cq, requests, frs, candidates, strategies[0], taken)
+            if not fits and len(strategies) > 1:
+                fits = self._second_strategy(cq, requests, frs, retry, taken)
+        finally:
+            cq.node.add_usages(requests, -1)
+        if not fits:
+            for t in taken:
+                _restore(t)
+            return []
+        # Give back victims the preemptor can do without, last to first, as in classical.
+        for i in range(len(taken) - 2, -1, -1):
+            _restore(taken[i])
+            if _fits(cq, requests):
+                taken[i] = taken[-1]
+                taken.pop()
+            else:
+                _remove(taken[i])
+        for t in taken:
+            _restore(t)
+        return taken
+
+    def _candidates(self, cq: ClusterQueueState, ws: WorkloadState, frs: list[FR]) -> list[tuple[WorkloadState, ClusterQueueState]]:
+        out: list[tuple[WorkloadState, ClusterQueueState]] = []
+        workloads = self.state.workloads
+        policy = cq.spec.preemption
+        if policy.within_cluster_queue != NEVER:
+            for key in cq.admitted:
+                c = workloads[key]
+                if satisfies_policy(ws, c, policy.within_cluster_queue) and uses(c, frs):
+                    out.append((c, cq))
+        if cq.node.parent is not None and policy.reclaim_within_cohort != NEVER:
+            for node in cq.node.root().leaves():
+                member = self.state.cluster_queues.get(node.name)
+                if member is None or member is cq:
+                    continue
+                if not any(node.usage.get(fr, 0) > node.subtree.get(fr, 0) for fr in frs):
+                    continue
+                for key in member.admitted:
+                    c = workloads[key]
+                    if satisfies_policy(ws, c, policy.reclaim_within_cohort) and uses(c, frs):
+                        out.append((c, member))
+        return out
+
+    def _first_strategy(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR],
+                        candidates: list[tuple[WorkloadState, ClusterQueueState]], strategy: str,
+                        taken: list[Target]) -> tuple[bool, list[tuple[WorkloadState, ClusterQueueState]]]:
+        ordering = _TargetOrdering(cq, candidates)
+        retry: list[tuple[WorkloadState, ClusterQueueState]] = []
+        within_nominal = not any(cq.node.usage.get(fr, 0) > cq.node.nominal.get(fr, 0) for fr in frs)
+        for target in ordering:
+            if target is cq:
+                victim = ordering.pop(target)
+                if self._take(cq, requests, victim, target, reasons.IN_CLUSTER_QUEUE, taken):
+                    return True, []
+                continue
+            if within_nominal:
+                victim = ordering.pop(target)
+                if self._take(cq, requests, victim, target, reasons.IN_COHORT_RECLAMATION, taken):
+                    return True, []
+                continue
+            preemptor_share, target_old = _shares(cq, target)
+            if preemptor_share.zero_weight_borrows() and not target_old.zero_weight_borrows():
+                while ordering.has(target):
+                    retry.append((ordering.pop(target), target))
+                continue
+            while ordering.has(target):
+                victim = ordering.pop(target)
+                target_new = _share_after_removal(cq, target, victim)
+                if strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+                    passed = compare(preemptor_share, target_new) <= 0
+                else:
+                    passed = compare(preemptor_share, target_old) < 0
+                if passed:
+                    if self._take(cq, requests, victim, target, reasons.IN_COHORT_FAIR_SHARING, taken):
+                        return True, []
+                    break  # shares changed: choose the target again
+                retry.append((victim, target))
+        return False, retry
+
+    def _second_strategy(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR],
+                         retry: list[tuple[WorkloadState, ClusterQueueState]], taken: list[Target]) -> bool:
+        ordering = _TargetOrdering(cq, retry)
+        for target in ordering:
+            preemptor_share, target_old = _shares(cq, target)
+            victim = ordering.pop(target)
+            if compare(preemptor_share, target_old) < 0:
+                if self._take(cq, requests, victim, target, reasons.IN_COHORT_FAIR_SHARING, taken):
+                    return True
+            ordering.drop(target)
+        return False
+
+    @staticmethod
+    def _take(cq: ClusterQueueState, requests: dict[FR, int], victim: WorkloadState,
+              target: ClusterQueueState, reason: str, taken: list[Target]) -> bool:
+        t = Target(victim, reason, target)
+        _remove(t)
+        taken.append(t)
+        # The fit test runs without the preemptor's own (simulated) usage.
+        cq.node.add_usages(requests, -1)
+        fits = _fits(cq, requests)
+        cq.node.add_usages(requests)
+        return fits
+
+
+class _TargetOrdering:
+    """Kueue's TargetClusterQueueOrdering: which ClusterQueue to take the next victim from."""
+
+    def __init__(self, cq: ClusterQueueState, candidates: list[tuple[WorkloadState, ClusterQueueState]]) -> None:
+        self.cq = cq
+        self.queues: dict[str, ClusterQueueState] = {}
+        self.by_queue: dict[str, list[WorkloadState]] = {}
+        for ws, member in candidates:
+            self.queues[member.name] = member
+            self.by_queue.setdefault(member.name, []).append(ws)
+        self.ancestors = {id(n) for n in cq.node.ancestors()}
+        self.pruned_queues: set[str] = set()
+        self.pruned_cohorts: set[int] = set()
+
+    def has(self, target: ClusterQueueState) -> bool:
+        return bool(self.by_queue.get(target.name))
+
+    def pop(self, target: ClusterQueueState) -> WorkloadState:
+        return self.by_queue[target.name].pop(0)
+
+    def drop(self, target: ClusterQueueState) -> None:
+        self.pruned_queues.add(target.name)
+
+    def __iter__(self) -> Iterator[ClusterQueueState]:
+        node = self.cq.node
+        if node.parent is None:
+            while self.cq.name not in self.pruned_queues and self.has(self.cq):
+                yield self.cq
+            return
+        root = node.root()
+        while id(root) not in self.pruned_cohorts:
+            target = self._next(root)
+            if target is not None:
+                yield target
+
+    def _next(self, cohort: QuotaNode) -> ClusterQueueState | None:
+        best_cq: ClusterQueueState | None = None
+        best_cq_drs = NEGATIVE
+        children = [cohort.children[n] for n in sorted(cohort.children)]
+        for child in children:
+            if not child.is_cluster_queue or child.name in self.pruned_queues:
+                continue
+            drs = dominant_resource_share(child)
+            member = self.queues.get(child.name)
+            if (not drs.borrowing and child is not self.cq.node) or member is None or not self.has(member):
+                self.pruned_queues.add(child.name)
+                continue
+            c = compare(drs, best_cq_drs)
+            if c == 0 and best_cq is not None:
+                new_first = self.by_queue[member.name][0]
+                cur_first = self.by_queue[best_cq.name][0]
+                if _order_key((new_first, member), self.cq.name) < _order_key((cur_first, best_cq), self.cq.name):
+                    best_cq = member
+            elif c > 0:
+                best_cq, best_cq_drs = member, drs
+        best_cohort: QuotaNode | None = None
+        best_cohort_drs = NEGATIVE
+        for child in children:
+            if child.is_cluster_queue or id(child) in self.pruned_cohorts:
+                continue
+            drs = dominant_resource_share(child)
+            if not drs.borrowing and id(child) not in self.ancestors:
+                self.pruned_cohorts.add(id(child))
+            elif compare(drs, best_cohort_drs) >= 0:
+                best_cohort, best_cohort_drs = child, drs
+        if best_cohort is None and best_cq is None:
+            self.pruned_cohorts.add(id(cohort))
+            return None
+        if best_cohort is not None and compare(best_cohort_drs, best_cq_drs) >= 0:
+            return self._next(best_cohort)
+        return best_cq
+
+
+def _order_key(c: tuple[WorkloadState, ClusterQueueState], own: str) -> tuple[bool, bool, int, int, int, str]:
+    ws, member = c
+    admission = ws.admission
+    assert admission is not None
+    offset, index = admission.sequence
+    return (not ws.evicted, member.name == own, ws.priority, -offset, -index, ws.key)
+
+
+def _almost_lcas(cq: ClusterQueueState, target: ClusterQueueState) -> tuple[QuotaNode, QuotaNode]:
+    preemptor_path = [cq.node, *cq.node.ancestors()]
+    on_path = {id(n) for n in preemptor_path}
+    target_side = target.node
+    lca: QuotaNode | None = None
+    for ancestor in target.node.ancestors():
+        if id(ancestor) in on_path:
+            lca = ancestor
+            break
+        target_side = ancestor
+    assert lca is not None, "preemptor and target share no ancestor"
+    preemptor_side = cq.node
+    for ancestor in cq.node.ancestors():
+        if ancestor is lca:
+            break
+        preemptor_side = ancestor
+    return preemptor_side, target_side
+
+
+def _shares(cq: ClusterQueueState, target: ClusterQueueState) -> tuple[DRS, DRS]:
+    p, t = _almost_lcas(cq, target)
+    return dominant_resource_share(p), dominant_resource_share(t)
+
+
+def _share_after_removal(cq: ClusterQueueState, target: ClusterQueueState, victim: WorkloadState) -> DRS:
+    admission = victim.admission
+    assert admission is not None
+    target.node.add_usages(admission.usage, -1)
+    _, t = _almost_lcas(cq, target)
+    share = dominant_resource_share(t)
+    target.node.add_usages(admission.usage)
+    return share
+
+
+def _fits(cq: ClusterQueueState, requests: dict[FR, int]) -> bool:
+    node = cq.node
+    return all(value <= max(0, node.available(fr)) for fr, value in requests.items())
+
+
+def _remove(t: Target) -> None:
+    assert t.ws.admission is not None
+    t.cq.node.add_usages(t.ws.admission.usage, -1)
+
+
+def _restore(t: Target) -> None:
+    assert t.ws.admission is not None
+    t.cq.node.add_usages(t.ws.admission.usage)
