@@ -9,6 +9,7 @@ import typer
 
 from domain.decisions import encode
 from domain.engine import Engine
+from streams.cli_import import import_app
 from streams.event_files import EventFileError, read_events
 
 app = typer.Typer(
@@ -17,6 +18,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+app.add_typer(import_app, name="import")
 
 
 @app.callback()
