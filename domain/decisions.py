@@ -27,47 +27,47 @@ class Decision(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True
     cause: Cause
 
 
-class Admitted(Decision, tag="Admitted", kw_only=True):
+class Admitted(Decision, tag="Admitted", frozen=True, kw_only=True):
     clusterQueue: str
     podSetAssignments: list[PodSetAssignment]
 
 
-class QuotaReserved(Decision, tag="QuotaReserved", kw_only=True):
+class QuotaReserved(Decision, tag="QuotaReserved", frozen=True, kw_only=True):
     clusterQueue: str
     podSetAssignments: list[PodSetAssignment]
 
 
-class Pending(Decision, tag="Pending", kw_only=True):
+class Pending(Decision, tag="Pending", frozen=True, kw_only=True):
     reason: str
     message: str
 
 
-class Preempted(Decision, tag="Preempted", kw_only=True):
+class Preempted(Decision, tag="Preempted", frozen=True, kw_only=True):
     preemptor: str
     reason: str
     message: str
 
 
-class Evicted(Decision, tag="Evicted", kw_only=True):
+class Evicted(Decision, tag="Evicted", frozen=True, kw_only=True):
     reason: str
     message: str
 
 
-class QuotaReleased(Decision, tag="QuotaReleased", kw_only=True):
+class QuotaReleased(Decision, tag="QuotaReleased", frozen=True, kw_only=True):
     """An evicted workload's quota is given back (its pods are gone, or the policy is Immediate)."""
 
     clusterQueue: str
 
 
-class Finished(Decision, tag="Finished", kw_only=True):
+class Finished(Decision, tag="Finished", frozen=True, kw_only=True):
     pass
 
 
-class Deleted(Decision, tag="Deleted", kw_only=True):
+class Deleted(Decision, tag="Deleted", frozen=True, kw_only=True):
     pass
 
 
-class Rejected(Decision, tag="Rejected", kw_only=True):
+class Rejected(Decision, tag="Rejected", frozen=True, kw_only=True):
     reason: str
     message: str
 
@@ -85,4 +85,5 @@ def encode(decision: Decision) -> bytes:
 
 
 def decode(data: bytes) -> AnyDecision:
-    return _decoder.decode(data)
+    decision: AnyDecision = _decoder.decode(data)
+    return decision

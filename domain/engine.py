@@ -247,8 +247,8 @@ class Engine:
             if cq.queue.strict != strict:
                 old = cq.queue
                 cq.queue = PendingQueue(strict)
-                for key in list(old.keys()):
-                    cq.queue.push(key, equivalence_class(state.workloads[key[3]]))
+                for order_key in list(old.keys()):
+                    cq.queue.push(order_key, equivalence_class(state.workloads[order_key[3]]))
         cq.node.set_quotas(*quota_maps(spec.quotas()))
         cq.node.weight = spec.fair_weight
         set_parent(state, cq.node, spec.cohort)
@@ -327,8 +327,8 @@ class Engine:
                 wake_tree(state, cq)
             else:
                 message = reasons.MSG_CQ_INACTIVE.format(cq=cq.name)
-                for key in list(cq.queue.keys()):
-                    set_pending(state, out, state.workloads[key[3]], (reasons.SUSPENDED, message))
+                for order_key in list(cq.queue.keys()):
+                    set_pending(state, out, state.workloads[order_key[3]], (reasons.SUSPENDED, message))
 
     def _wake_node(self, node: QuotaNode) -> None:
         root = node.root()
@@ -354,8 +354,8 @@ class Engine:
             if cq is not None and found:
                 cq.terminating = True
                 self._refresh_activeness(out)
-                for key in list(cq.queue.keys()):
-                    ws = state.workloads[key[3]]
+                for order_key in list(cq.queue.keys()):
+                    ws = state.workloads[order_key[3]]
                     unroute(state, ws)
                     route(state, out, ws)
                 wake_tree(state, cq)

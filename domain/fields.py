@@ -7,6 +7,7 @@ decision alone.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,7 +42,7 @@ class Fields:
 
     __slots__ = ("data", "path", "reason")
 
-    def __init__(self, data: object, path: str, reason: str) -> None:
+    def __init__(self, data: object, path: builtins.str, reason: builtins.str) -> None:
         if data is None:
             data = {}
         if not isinstance(data, Mapping):
@@ -50,24 +51,24 @@ class Fields:
         self.path = path
         self.reason = reason
 
-    def fail(self, key: str, message: str) -> InvalidInput:
+    def fail(self, key: builtins.str, message: builtins.str) -> InvalidInput:
         return InvalidInput(self.reason, f"{self._at(key)}: {message}")
 
-    def _at(self, key: str) -> str:
+    def _at(self, key: builtins.str) -> builtins.str:
         return f"{self.path}.{key}" if self.path else key
 
-    def has(self, key: str) -> bool:
+    def has(self, key: builtins.str) -> builtins.bool:
         return self.data.get(key) is not None
 
-    def sub(self, key: str) -> Fields:
+    def sub(self, key: builtins.str) -> Fields:
         return Fields(self.data.get(key), self._at(key), self.reason)
 
-    def opt_sub(self, key: str) -> Fields | None:
+    def opt_sub(self, key: builtins.str) -> Fields | None:
         if self.data.get(key) is None:
             return None
         return self.sub(key)
 
-    def str(self, key: str, default: str | None = None) -> str:
+    def str(self, key: builtins.str, default: builtins.str | None = None) -> builtins.str:
         value = self.data.get(key)
         if value is None:
             if default is None:
@@ -77,7 +78,7 @@ class Fields:
             raise self.fail(key, f"expected a string, got {type_name(value)}")
         return value
 
-    def opt_str(self, key: str) -> str | None:
+    def opt_str(self, key: builtins.str) -> builtins.str | None:
         value = self.data.get(key)
         if value is None:
             return None
@@ -85,14 +86,14 @@ class Fields:
             raise self.fail(key, f"expected a string, got {type_name(value)}")
         return value
 
-    def enum(self, key: str, allowed: Sequence[str], default: str) -> str:
+    def enum(self, key: builtins.str, allowed: Sequence[builtins.str], default: builtins.str) -> builtins.str:
         value = self.str(key, default)
         if value not in allowed:
             choices = ", ".join(f'"{a}"' for a in allowed)
             raise self.fail(key, f'Unsupported value: "{value}": supported values: {choices}')
         return value
 
-    def int(self, key: str, default: int | None = None) -> int:
+    def int(self, key: builtins.str, default: builtins.int | None = None) -> builtins.int:
         value = self.data.get(key)
         if value is None:
             if default is None:
@@ -102,12 +103,12 @@ class Fields:
             raise self.fail(key, f"expected an integer, got {type_name(value)}")
         return value
 
-    def opt_int(self, key: str) -> int | None:
+    def opt_int(self, key: builtins.str) -> builtins.int | None:
         if self.data.get(key) is None:
             return None
         return self.int(key)
 
-    def bool(self, key: str, default: bool) -> bool:
+    def bool(self, key: builtins.str, default: builtins.bool) -> builtins.bool:
         value = self.data.get(key)
         if value is None:
             return default
@@ -115,7 +116,7 @@ class Fields:
             raise self.fail(key, f"expected a boolean, got {type_name(value)}")
         return value
 
-    def list(self, key: str) -> list[Any]:
+    def list(self, key: builtins.str) -> builtins.list[Any]:
         value = self.data.get(key)
         if value is None:
             return []
@@ -123,26 +124,26 @@ class Fields:
             raise self.fail(key, f"expected an array, got {type_name(value)}")
         return list(value)
 
-    def str_list(self, key: str) -> list[str]:
+    def str_list(self, key: builtins.str) -> builtins.list[builtins.str]:
         items = self.list(key)
         for i, item in enumerate(items):
             if not isinstance(item, str):
                 raise self.fail(f"{key}[{i}]", f"expected a string, got {type_name(item)}")
         return items
 
-    def objects(self, key: str) -> list[Fields]:
+    def objects(self, key: builtins.str) -> builtins.list[Fields]:
         return [
             Fields(item, f"{self._at(key)}[{i}]", self.reason)
             for i, item in enumerate(self.list(key))
         ]
 
-    def str_map(self, key: str) -> dict[str, str]:
+    def str_map(self, key: builtins.str) -> dict[builtins.str, builtins.str]:
         value = self.data.get(key)
         if value is None:
             return {}
         if not isinstance(value, Mapping):
             raise self.fail(key, f"expected an object, got {type_name(value)}")
-        out: dict[str, str] = {}
+        out: dict[builtins.str, builtins.str] = {}
         for k in sorted(value):
             v = value[k]
             if not isinstance(k, str) or not isinstance(v, str):
@@ -150,5 +151,5 @@ class Fields:
             out[k] = v
         return out
 
-    def raw(self, key: str) -> Any:
+    def raw(self, key: builtins.str) -> Any:
         return self.data.get(key)

@@ -7,7 +7,7 @@ Each `parse_*` takes the decoded YAML/JSON object and returns an immutable spec,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -474,9 +474,9 @@ def parse_configuration(obj: Fields) -> Configuration:
         policy = FAIR_SHARING
         listed = fs.str_list("preemptionStrategies")
         allowed = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
-        for i, s in enumerate(listed):
-            if s not in allowed:
-                raise fs.fail(f"preemptionStrategies[{i}]", f'Unsupported value: "{s}"')
+        for i, strategy in enumerate(listed):
+            if strategy not in allowed:
+                raise fs.fail(f"preemptionStrategies[{i}]", f'Unsupported value: "{strategy}"')
         if listed:
             strategies = tuple(listed)
     # quotaflow's own spelling: `preemptionPolicy: Classical | FairSharing`.
@@ -490,7 +490,7 @@ def parse_configuration(obj: Fields) -> Configuration:
     return Configuration(policy, strategies, release)
 
 
-_PARSERS = {
+_PARSERS: dict[str, Callable[[Fields], ConfigObject]] = {
     "ResourceFlavor": parse_resource_flavor,
     "ClusterQueue": parse_cluster_queue,
     "LocalQueue": parse_local_queue,

@@ -131,11 +131,13 @@ class ClassicalPreemptor:
     ) -> list[Target]:
         same_queue = self._same_queue_candidates(cq, ws, frs)
         hierarchy, priority = self._cohort_candidates(cq, ws, requests, frs)
-        groups: list[_OrderedCandidates] = []
-        for evicted in (True, False):
-            for group in (hierarchy, priority, same_queue):
-                groups.append(_OrderedCandidates([c for c in group if c.ws.evicted == evicted], cq.name))
+        groups: list[_OrderedCandidates] = [
+            _OrderedCandidates([c for c in kind if c.ws.evicted == evicted], cq.name)
+            for evicted in (True, False)
+            for kind in (hierarchy, priority, same_queue)
+        ]
         forbidden = cq.spec.preemption.borrow_within_cohort == NEVER
+        attempts: tuple[bool, ...]
         if (not hierarchy and not priority) or (forbidden and not self._under_nominal(cq, frs)):
             attempts = (True,)
         elif forbidden and not hierarchy:
