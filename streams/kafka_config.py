@@ -1,0 +1,131 @@
+"""Kafka client security settings, passed through from the environment.
+
+Every Kafka client quotaflow opens (the agent's consumers and transactional producer, the
+client/CLI producer, the admin client, and the Faust app shell) gets the same settings. They are
+the standard Kafka client settings, spelled as environment variables:
+
+| variable | Kafka setting | values |
+| --- | --- | --- |
+| `QUOTAFLOW_KAFKA_SECURITY_PROTOCOL` | `security.protocol` | `PLAINTEXT` (default), `SSL`, `SASL_PLAINTEXT`, `SASL_SSL` |
+| `QUOTAFLOW_KAFKA_SASL_MECHANISM` | `sasl.mechanism` | `PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512` |
+| `QUOTAFLOW_KAFKA_SASL_USERNAME` | `sasl.username` (JAAS user) | |
+| `QUOTAFLOW_KAFKA_SASL_PASSWORD` | `sasl.password` (JAAS password) | |
+| `QUOTAFLOW_KAFKA_SSL_CAFILE` | `ssl.truststore` / CA bundle (PEM) | path |
+| `QUOTAFLOW_KAFKA_SSL_CERTFILE` | client certificate (PEM), for mutual TLS | path |
+| `QUOTAFLOW_KAFKA_SSL_KEYFILE` | client key (PEM) | path |
+| `QUOTAFLOW_KAFKA_SSL_KEY_PASSWORD` | password of the client key | |
+| `QUOTAFLOW_KAFKA_SSL_CHECK_HOSTNAME` | `ssl.endpoint.identification.algorithm` | `true` (default) / `false` |
+| `QUOTAFLOW_KAFKA_CLIENT_ID` | `client.id` prefix | default `quotaflow` |
+
+With `SSL` or `SASL_SSL` and no CA file, the system's default trust store is used. In
+Kubernetes, put the non-secret ones in the ConfigMap and the password in a Secret
+(`deploy/agent.yaml` shows both).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+ENV_PREFIX = "QUOTAFLOW_KAFKA_"
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class KafkaConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class KafkaSecurity:
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_key_password: str | None = None
+    ssl_check_hostname: bool = True
+    client_id: str = "quotaflow"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> KafkaSecurity:
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str | None:
+            value = env.get(ENV_PREFIX + name, "").strip()
+            return value or None
+
+        protocol = (get("SECURITY_PROTOCOL") or "PLAINTEXT").upper()
+        if protocol not in PROTOCOLS:
+            raise KafkaConfigError(f"{ENV_PREFIX}SECURITY_PROTOCOL={protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+        mechanism = get("SASL_MECHANISM")
+        if mechanism is not None:
+            mechanism = mechanism.upper()
+            if mechanism not in MECHANISMS:
+                raise KafkaConfigError(f"{ENV_PREFIX}SASL_MECHANISM={mechanism!r}: expected one of {', '.join(MECHANISMS)}")
+        if protocol.startswith("SASL_"):
+            mechanism = mechanism or "PLAIN"
+            if get("SASL_USERNAME") is None or get("SASL_PASSWORD") is None:
+                raise KafkaConfigError(f"{protocol} needs {ENV_PREFIX}SASL_USERNAME and {ENV_PREFIX}SASL_PASSWORD")
+        check = (get("SSL_CHECK_HOSTNAME") or "true").lower()
+        return cls(
+            security_protocol=protocol,
+            sasl_mechanism=mechanism,
+            sasl_username=get("SASL_USERNAME"),
+            sasl_password=get("SASL_PASSWORD"),
+            ssl_cafile=get("SSL_CAFILE"),
+            ssl_certfile=get("SSL_CERTFILE"),
+            ssl_keyfile=get("SSL_KEYFILE"),
+            ssl_key_password=get("SSL_KEY_PASSWORD"),
+            ssl_check_hostname=check not in ("0", "false", "no", "none", ""),
+            client_id=get("CLIENT_ID") or "quotaflow",
+        )
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    def ssl_context(self) -> Any:
+        if not self.uses_ssl:
+            return None
+        from aiokafka.helpers import create_ssl_context
+
+        context = create_ssl_context(
+            cafile=self.ssl_cafile,
+            certfile=self.ssl_certfile,
+            keyfile=self.ssl_keyfile,
+            password=self.ssl_key_password,
+        )
+        context.check_hostname = self.ssl_check_hostname
+        return context
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for aiokafka's producer, consumer and admin client."""
+        kwargs: dict[str, Any] = {"security_protocol": self.security_protocol}
+        if self.uses_ssl:
+            kwargs["ssl_context"] = self.ssl_context()
+        if self.security_protocol.startswith("SASL_"):
+            kwargs["sasl_mechanism"] = self.sasl_mechanism
+            kwargs["sasl_plain_username"] = self.sasl_username
+            kwargs["sasl_plain_password"] = self.sasl_password
+        return kwargs
+
+    def faust_credentials(self) -> Any:
+        """The same settings as Faust's `broker_credentials` (None for PLAINTEXT)."""
+        import faust
+        from faust.types.auth import SASLMechanism
+
+        if self.security_protocol.startswith("SASL_"):
+            return faust.SASLCredentials(
+                username=self.sasl_username,
+                password=self.sasl_password,
+                mechanism=SASLMechanism(self.sasl_mechanism),
+                ssl_context=self.ssl_context(),
+            )
+        if self.uses_ssl:
+            return faust.SSLCredentials(self.ssl_context())
+        return None

@@ -1,0 +1,429 @@
+"""The log on Apache Kafka, with aiokafka.
+
+`kafka://host:port` selects it. How it keeps the contract of `streams.log`:
+
+- **topics** are created on start (`ensure_topics`) with one partition each: the input and
+  decision logs with `cleanup.policy=delete` and unlimited retention (`retention.ms=-1`,
+  `retention.bytes=-1`; see `streams.log` for why the input log must keep everything, and the
+  decision log's tail is where the agent finds its progress), the snapshot log with
+  `cleanup.policy=compact`. An existing input (or decision) topic with more than one partition is
+  refused: the order of events across partitions is undefined. The replication factor is
+  `QUOTAFLOW_KAFKA_REPLICATION_FACTOR`, by default 3 or the number of brokers if fewer.
+- **appends** go through an idempotent producer with `acks=all`: a retried send cannot
+  duplicate or reorder a record, and a returned offset is on every in-sync replica.
+- **readers** are assigned consumers (no consumer group, no committed offsets) with
+  `isolation_level=read_committed`, so they never see records of aborted or open transactions.
+  Their `position` is the consumer's, which also steps over transaction markers.
+- **transactions** are Kafka transactions of a producer whose `transactional.id` is the writer's
+  name. `acquire()` starts that producer, and its InitProducerId bumps the id's epoch: any older
+  producer with the same id (a crashed or paused agent) is fenced (`ProducerFenced` on its next
+  send or commit) and its open transaction is aborted before we go on.
+- **standby**: several writers with the same name also join a consumer group (the writer's name)
+  subscribed to the input topic, whose one partition is assigned to exactly one member (sticky
+  assignment, so a standby joining does not take it away). `acquire()` returns only on the
+  member that holds it; when that member dies, the group reassigns the partition after the
+  session timeout (`QUOTAFLOW_KAFKA_SESSION_TIMEOUT_MS`, default 6000, the broker's minimum) and
+  the standby's `acquire()` returns. The group only elects; fencing by `transactional.id` is what
+  makes two writers impossible even when the group's view is stale. The member never fetches
+  (its partition stays paused) and commits no offsets. With `QUOTAFLOW_INSTANCE_ID` set (the
+  Kubernetes manifests set it to the pod name), membership is static: a restarted pod takes its
+  place back at once instead of waiting for the session timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import structlog
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from aiokafka.errors import (
+    InvalidProducerEpoch,
+    KafkaError,
+    ProducerFenced,
+    TopicAlreadyExistsError,
+)
+from aiokafka.structs import ConsumerRecord, TopicPartition
+
+from streams.kafka_config import KafkaSecurity
+from streams.log import (
+    EventLog,
+    Fenced,
+    LogError,
+    LogUnavailable,
+    Message,
+    Reader,
+    Record,
+    TopicSpec,
+    Transaction,
+    TransactionalWriter,
+)
+
+log = structlog.get_logger("quotaflow.kafka")
+
+ENV_REPLICATION_FACTOR = "QUOTAFLOW_KAFKA_REPLICATION_FACTOR"
+ENV_SESSION_TIMEOUT_MS = "QUOTAFLOW_KAFKA_SESSION_TIMEOUT_MS"
+ENV_INSTANCE_ID = "QUOTAFLOW_INSTANCE_ID"
+
+# Snapshot chunks stay below this, so no topic or client needs a raised message size limit.
+MAX_REQUEST_SIZE = 4 * 1024 * 1024
+UNLIMITED = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
+COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
+OP_TIMEOUT_S = 30.0
+
+
+def _record(r: ConsumerRecord[bytes, bytes]) -> Record:
+    return Record(
+        topic=r.topic,
+        offset=r.offset,
+        value=r.value,
+        key=r.key,
+        headers=tuple((k, v) for k, v in (r.headers or ())),
+        timestamp_ms=r.timestamp,
+    )
+
+
+async def _start(consumer: AIOKafkaConsumer) -> AIOKafkaConsumer:
+    await consumer.start()
+    # Let the consumer's own tasks begin: aiokafka's stop() re-raises the cancellation of a task
+    # that never ran (NoGroupCoordinator._reset_committed_routine) when stop follows start at once.
+    await asyncio.sleep(0)
+    return consumer
+
+
+class KafkaLog(EventLog):
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        security: KafkaSecurity | None = None,
+        replication_factor: int | None = None,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.url = f"kafka://{bootstrap}"
+        self.security = security or KafkaSecurity.from_env()
+        if replication_factor is None:
+            replication_factor = int(os.environ.get(ENV_REPLICATION_FACTOR, "-1") or -1)
+        self.replication_factor = replication_factor
+        self._producer: AIOKafkaProducer | None = None
+        self._producer_lock = asyncio.Lock()
+
+    def client_kwargs(self, role: str) -> dict[str, Any]:
+        return {
+            "bootstrap_servers": self.bootstrap,
+            "client_id": f"{self.security.client_id}-{role}",
+            **self.security.client_kwargs(),
+        }
+
+    def consumer(self, role: str = "reader", **kwargs: Any) -> AIOKafkaConsumer:
+        options: dict[str, Any] = {
+            "enable_auto_commit": False,
+            "isolation_level": "read_committed",
+            "auto_offset_reset": "earliest",
+            **kwargs,
+        }
+        return AIOKafkaConsumer(**self.client_kwargs(role), **options)
+
+    async def start(self) -> None:
+        pass  # clients are opened on first use
+
+    async def close(self) -> None:
+        if self._producer is not None:
+            producer, self._producer = self._producer, None
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(producer.stop(), OP_TIMEOUT_S)
+
+    # -- topics ----------------------------------------------------------------------------------
+    async def ensure_topics(self, specs: Sequence[TopicSpec], *, single_partition: Sequence[str] = ()) -> None:
+        admin = AIOKafkaAdminClient(**self.client_kwargs("admin"))
+        await admin.start()
+        try:
+            existing = set(await admin.list_topics())
+            missing = [s for s in specs if s.name not in existing]
+            if missing:
+                replication = self.replication_factor
+                if replication <= 0:
+                    brokers = len((await admin.describe_cluster()).get("brokers") or ()) or 1
+                    replication = min(3, brokers)
+                new = [
+                    NewTopic(
+                        s.name,
+                        num_partitions=1,
+                        replication_factor=replication,
+                        topic_configs=COMPACTED if s.compacted else UNLIMITED,
+                    )
+                    for s in missing
+                ]
+                try:
+                    response = await admin.create_topics(new)
+                except TopicAlreadyExistsError:
+                    response = None  # someone else (a second agent) was faster
+                for name, code, message in getattr(response, "topic_errors", ()) or ():
+                    if code not in (0, TopicAlreadyExistsError.errno):
+                        raise LogError(f"cannot create topic {name}: error {code} {message}")
+                    if code == 0:
+                        log.info("topic created", topic=name)
+            checked = [s.name for s in specs if s.name in single_partition]
+            if checked:
+                for desc in await admin.describe_topics(checked):
+                    name, partitions = desc["topic"], desc.get("partitions") or []
+                    if len(partitions) > 1:
+                        raise LogError(
+                            f"topic {name!r} has {len(partitions)} partitions; quotaflow needs exactly 1 "
+                            f"(admission depends on one total order of events, which Kafka keeps only "
+                            f"within a partition). Use a new single-partition topic, or set "
+                            f"QUOTAFLOW_INPUT_TOPIC / QUOTAFLOW_DECISIONS_TOPIC to one."
+                        )
+        finally:
+            await admin.close()
+
+    # -- plain appends ---------------------------------------------------------------------------
+    async def _plain_producer(self) -> AIOKafkaProducer:
+        async with self._producer_lock:
+            if self._producer is None:
+                producer = AIOKafkaProducer(
+                    **self.client_kwargs("producer"),
+                    enable_idempotence=True,
+                    acks="all",
+                    max_request_size=MAX_REQUEST_SIZE,
+                )
+                await producer.start()
+                self._producer = producer
+            return self._producer
+
+    async def append(self, topic: str, messages: Sequence[Message]) -> list[int]:
+        producer = await self._plain_producer()
+        futures = [
+            await producer.send(topic, value=m.value, key=m.key, headers=list(m.headers), partition=0)
+            for m in messages
+        ]
+        return [meta.offset for meta in await asyncio.gather(*futures)]
+
+    # -- reading ---------------------------------------------------------------------------------
+    async def end_offset(self, topic: str) -> int:
+        consumer = await _start(self.consumer("meta"))
+        try:
+            tp = TopicPartition(topic, 0)
+            return int((await consumer.end_offsets([tp]))[tp])
+        finally:
+            await consumer.stop()
+
+    async def read_last(self, topic: str, n: int) -> list[Record]:
+        if n <= 0:
+            return []
+        consumer = await _start(self.consumer("tail"))
+        tp = TopicPartition(topic, 0)
+        try:
+            consumer.assign([tp])
+            end = int((await consumer.end_offsets([tp]))[tp])
+            begin = int((await consumer.beginning_offsets([tp]))[tp])
+            window = n + 16
+            while True:
+                start = max(begin, end - window)
+                consumer.seek(tp, start)
+                records: list[Record] = []
+                while await consumer.position(tp) < end:
+                    batch = await consumer.getmany(tp, timeout_ms=1000)
+                    records.extend(_record(r) for r in batch.get(tp, ()) if r.offset < end)
+                if len(records) >= n or start == begin:
+                    return records[-n:]
+                window *= 4  # aborted transactions and markers hide in the window
+        finally:
+            await consumer.stop()
+
+    async def reader(self, topic: str, start: int = 0) -> Reader:
+        consumer = await _start(self.consumer("reader"))
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, start)
+        return KafkaReader(consumer, tp, start)
+
+    def writer(self, name: str, *, standby_topic: str | None = None) -> TransactionalWriter:
+        return KafkaWriter(self, name, standby_topic=standby_topic)
+
+
+class KafkaReader(Reader):
+    def __init__(self, consumer: AIOKafkaConsumer, tp: TopicPartition, start: int) -> None:
+        self._consumer = consumer
+        self._tp = tp
+        self.position = start
+
+    async def read(self, limit: int = 1000, timeout: float = 0.0) -> list[Record]:
+        batch = await self._consumer.getmany(self._tp, timeout_ms=int(timeout * 1000), max_records=limit)
+        records = [_record(r) for r in batch.get(self._tp, ())]
+        if records:
+            self.position = records[-1].offset + 1
+        # The consumer also moves past transaction markers and aborted records.
+        self.position = max(self.position, await self._consumer.position(self._tp))
+        return records
+
+    async def close(self) -> None:
+        await self._consumer.stop()
+
+
+class _Membership(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, writer: KafkaWriter) -> None:
+        self.writer = writer
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        pass  # eager rebalancing revokes everything first; what counts is the new assignment
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        w = self.writer
+        if w._member is not None and assigned:
+            w._member.pause(*assigned)
+        holds = w._standby_tp in set(assigned)
+        if holds:
+            w._elected.set()
+        else:
+            w._elected.clear()
+            if w._producer is not None:
+                log.warning("standby: partition moved to another member", writer=w.name)
+                w._lost = True
+
+
+class KafkaWriter(TransactionalWriter):
+    def __init__(self, log_: KafkaLog, name: str, *, standby_topic: str | None = None) -> None:
+        self._log = log_
+        self.name = name
+        self._standby_tp = TopicPartition(standby_topic, 0) if standby_topic else None
+        self._member: AIOKafkaConsumer | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self._elected = asyncio.Event()
+        self._producer: AIOKafkaProducer | None = None
+        self._lost = False
+        self.session_timeout_ms = int(os.environ.get(ENV_SESSION_TIMEOUT_MS, "6000") or 6000)
+        self.instance_id = os.environ.get(ENV_INSTANCE_ID) or None
+        self.transaction_timeout_ms = 30_000
+
+    @property
+    def active(self) -> bool:
+        return self._producer is not None and not self._lost
+
+    async def _join(self) -> None:
+        assert self._standby_tp is not None
+        member = self._log.consumer(
+            "member",
+            group_id=self.name,
+            session_timeout_ms=self.session_timeout_ms,
+            heartbeat_interval_ms=max(500, self.session_timeout_ms // 6),
+            partition_assignment_strategy=(StickyPartitionAssignor,),
+            group_instance_id=self.instance_id,
+            isolation_level="read_uncommitted",
+        )
+        member.subscribe([self._standby_tp.topic], listener=_Membership(self))
+        self._member = member
+        await member.start()
+
+        async def poll() -> None:
+            # Polling keeps the member alive (max.poll.interval) and runs rebalances; the
+            # partition is paused, so nothing is fetched.
+            while True:
+                try:
+                    await member.getmany(timeout_ms=500)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the broker may be away for a while
+                    log.warning("standby membership poll failed", writer=self.name, error=repr(exc))
+                    await asyncio.sleep(1.0)
+
+        self._poller = asyncio.create_task(poll(), name=f"member-{self.name}")
+
+    async def acquire(self) -> None:
+        if self.active:
+            return
+        if self._standby_tp is not None:
+            if self._member is None:
+                await self._join()
+            if not self._elected.is_set():
+                log.info("standby: waiting for the active writer to go away", writer=self.name)
+            await self._elected.wait()
+        producer = AIOKafkaProducer(
+            **self._log.client_kwargs("txn"),
+            transactional_id=self.name,
+            enable_idempotence=True,
+            acks="all",
+            max_request_size=MAX_REQUEST_SIZE,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+        )
+        try:
+            # InitProducerId: fences every older producer with this transactional.id and
+            # completes or aborts its open transaction.
+            await asyncio.wait_for(producer.start(), OP_TIMEOUT_S)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(producer.stop(), 5)
+            if isinstance(exc, (KafkaError, asyncio.TimeoutError, OSError)):
+                raise LogUnavailable(f"cannot start the transactional producer: {exc!r}") from exc
+            raise
+        self._producer = producer
+        self._lost = False
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        producer = self._producer
+        if producer is None or self._lost:
+            raise Fenced(f"writer {self.name!r} is not active")
+        try:
+            await producer.begin_transaction()
+        except (ProducerFenced, InvalidProducerEpoch) as exc:
+            self._lost = True
+            raise Fenced(str(exc)) from exc
+        tx = _KafkaTransaction(producer)
+        try:
+            yield tx
+            await asyncio.wait_for(tx.flush(), OP_TIMEOUT_S)
+            if self._lost:
+                raise Fenced(f"writer {self.name!r} lost its partition during the transaction")
+            await asyncio.wait_for(producer.commit_transaction(), OP_TIMEOUT_S)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                if producer._txn_manager is not None and producer._txn_manager.is_in_transaction():
+                    await asyncio.wait_for(producer.abort_transaction(), 5)
+            if isinstance(exc, (ProducerFenced, InvalidProducerEpoch)):
+                self._lost = True
+                raise Fenced(str(exc)) from exc
+            if isinstance(exc, (KafkaError, asyncio.TimeoutError, OSError)):
+                self._lost = True  # the outcome is unknown: acquire again before writing
+                raise LogUnavailable(f"transaction failed: {exc!r}") from exc
+            raise
+
+    async def close(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(producer.stop(), 10)
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(BaseException):
+                await self._poller
+            self._poller = None
+        if self._member is not None:
+            member, self._member = self._member, None
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(member.stop(), 10)
+        self._elected.clear()
+        self._lost = False
+
+
+class _KafkaTransaction(Transaction):
+    def __init__(self, producer: AIOKafkaProducer) -> None:
+        self._producer = producer
+        self._futures: list[asyncio.Future[Any]] = []
+
+    async def append(self, topic: str, message: Message) -> None:
+        self._futures.append(
+            await self._producer.send(
+                topic, value=message.value, key=message.key, headers=list(message.headers), partition=0
+            )
+        )
+
+    async def flush(self) -> None:
+        futures, self._futures = self._futures, []
+        if futures:
+            await asyncio.gather(*futures)
