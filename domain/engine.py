@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -78,11 +78,18 @@ CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")  # log positions inside
 _json = msgspec.json.Decoder()
 
 
+class Unparseable(NamedTuple):
+    """An input record the reader could not even decode (say, a broken YAML document)."""
+
+    message: str
+
+
 class Engine:
     def __init__(self) -> None:
         self.state = State()
+        self._event_time: int | None = None  # `time` of the event being applied, if it has one
 
-    def apply(self, event: bytes | str | Mapping[str, Any], offset: int) -> list[Decision]:
+    def apply(self, event: bytes | str | Mapping[str, Any] | Unparseable, offset: int) -> list[Decision]:
         out = Emitter(offset)
         raw = self._decode(event, out)
         if raw is not None:
@@ -93,9 +100,12 @@ class Engine:
         return out.decisions
 
     # -- decoding ----------------------------------------------------------------------------
-    def _decode(self, event: bytes | str | Mapping[str, Any], out: Emitter) -> Mapping[str, Any] | None:
+    def _decode(self, event: bytes | str | Mapping[str, Any] | Unparseable, out: Emitter) -> Mapping[str, Any] | None:
         if isinstance(event, Mapping):
             return event
+        if isinstance(event, Unparseable):
+            out.emit(Rejected, reason=reasons.MALFORMED_EVENT, message=event.message)
+            return None
         try:
             raw = _json.decode(event)
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
@@ -126,18 +136,23 @@ class Engine:
                     raise InvalidInput(reasons.MALFORMED_EVENT, f"id: expected a string, got {type_name(event_id)}")
                 if event_id in self.state.seen_ids:
                     return  # a producer's retry: already applied, no new outcome
-            if "time" in raw and raw["time"] is not None:
+            if raw.get("time") is not None:
                 try:
-                    self.state.clock = max(self.state.clock, parse_time(raw["time"]))
+                    self._event_time = parse_time(raw["time"])
                 except TimestampError as exc:
                     raise InvalidInput(reasons.MALFORMED_EVENT, f"time: {exc}") from None
+                self.state.clock = max(self.state.clock, self._event_time)
+            elif top_level:
+                self._event_time = None  # inner events of a Batch inherit the Batch's time
             if etype == "Batch":
                 if not top_level:
                     raise InvalidInput(reasons.MALFORMED_EVENT, "a Batch cannot contain another Batch")
                 events = Fields(raw, "", reasons.MALFORMED_EVENT).list("events")
                 if event_id is not None:
                     self.state.seen_ids.add(event_id)
+                batch_time = self._event_time
                 for i, inner in enumerate(events):
+                    self._event_time = batch_time
                     if not isinstance(inner, Mapping):
                         out.emit(
                             Rejected,
@@ -409,7 +424,10 @@ class Engine:
         if key in state.workloads or key in state.finished:
             raise InvalidInput(reasons.DUPLICATE_WORKLOAD, f"workload {key} already exists")
         priority = self._priority_of(spec)
-        queue_time = spec.creation_time if spec.creation_time is not None else state.clock
+        # FIFO position: creationTimestamp, else this event's time, else the log's latest time.
+        queue_time = spec.creation_time
+        if queue_time is None:
+            queue_time = self._event_time if self._event_time is not None else state.clock
         ws = WorkloadState(spec, seq, queue_time, priority, (-priority, queue_time, seq, key))
         state.workloads[key] = ws
         state.by_local_queue.setdefault((spec.namespace, spec.queue_name), {})[key] = None

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from domain.engine import Unparseable
+
 _DOC_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$")
 
 
@@ -39,7 +41,7 @@ class EventFileError(Exception):
     pass
 
 
-def read_events(path: str | Path) -> Iterator[bytes | dict[str, Any]]:
+def read_events(path: str | Path) -> Iterator[bytes | dict[str, Any] | Unparseable]:
     p = Path(path)
     try:
         text = p.read_bytes()
@@ -61,13 +63,13 @@ def jsonl_events(data: bytes) -> Iterator[bytes]:
             yield line
 
 
-def yaml_events(text: str) -> Iterator[bytes | dict[str, Any]]:
+def yaml_events(text: str) -> Iterator[bytes | dict[str, Any] | Unparseable]:
     for doc in _split_documents(text):
         try:
             value = load_yaml(doc)
         except yaml.YAMLError as exc:
-            # Not JSON either, so the engine rejects it as malformed and says where.
-            yield f"YAML error: {exc}".encode()
+            # Still an event: the engine rejects it, so the offsets of later events stay right.
+            yield Unparseable(f"document is not valid YAML: {exc}")
             continue
         if value is None:
             continue
