@@ -1,8 +1,27 @@
-"""`quotaflow import ...`: convert other schedulers' configurations into contract events."""
+"""`quotaflow import ...`: convert other schedulers' queue configurations into contract events.
+
+    quotaflow import yunikorn queues.yaml [--capacity cpu=64,memory=256Gi] [-o events.yaml]
+
+prints the events (one YAML document each, or JSON Lines with `--format jsonl` or an `-o` file
+ending in `.jsonl`/`.json`), ready for `quotaflow replay` or for the input topic. The mapping is
+described in streams/yunikorn_import.py. Configuration errors (YuniKorn's own checks, such as a
+child queue's max above its parent's) are printed on standard error and exit with status 1 and
+no events, unless `--allow-errors` asks for the events anyway (the engine then rejects what it
+must).
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any, NoReturn
+
 import typer
+import yaml
+
+from streams.yunikorn_import import DEFAULT_FLAVOR, YuniKornConfigError, convert_with_problems, parse_capacity
 
 import_app = typer.Typer(
     name="import",
@@ -12,13 +31,63 @@ import_app = typer.Typer(
 )
 
 
+class OutputFormat(str, Enum):
+    yaml = "yaml"
+    jsonl = "jsonl"
+
+
 @import_app.callback()
 def _import_root() -> None:
     """Convert another scheduler's queue configuration into quotaflow input events."""
 
 
 @import_app.command("yunikorn")
-def yunikorn(file: str = typer.Argument(..., help="YuniKorn queue configuration (queues.yaml)")) -> None:
+def yunikorn(
+    file: Path = typer.Argument(..., help="YuniKorn queue configuration (the queues.yaml of yunikorn-configs)"),
+    capacity: str = typer.Option(
+        "", "--capacity", help="Cluster size per resource, e.g. cpu=64,memory=256Gi (default: sum of top-level max)"
+    ),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write the events to this file instead of stdout"),
+    fmt: OutputFormat | None = typer.Option(
+        None, "--format", help="yaml (one document per event) or jsonl; default from -o's suffix, else yaml"
+    ),
+    flavor: str = typer.Option(DEFAULT_FLAVOR, "--flavor", help="Name of the ResourceFlavor every queue uses"),
+    allow_errors: bool = typer.Option(
+        False, "--allow-errors", help="Print the events even when YuniKorn would refuse the configuration"
+    ),
+) -> None:
     """Convert a YuniKorn queue configuration into quotaflow input events."""
-    typer.echo("quotaflow import yunikorn: not implemented yet", err=True)
-    raise typer.Exit(2)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}", 2)
+    try:
+        cap = parse_capacity(capacity)
+    except YuniKornConfigError as exc:
+        _fail(str(exc), 2)
+    events, problems = convert_with_problems(text, cap, flavor)
+    for problem in problems:
+        typer.echo(f"quotaflow import yunikorn: {file}: {problem}", err=True)
+    if events is None or (problems and not allow_errors):
+        raise typer.Exit(1)
+    chosen = fmt or (OutputFormat.jsonl if output is not None and output.suffix in (".jsonl", ".json") else OutputFormat.yaml)
+    rendered = render(events, chosen)
+    if output is None:
+        sys.stdout.write(rendered)
+        sys.stdout.flush()
+    else:
+        try:
+            output.write_text(rendered, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write {output}: {exc.strerror or exc}", 2)
+
+
+def render(events: list[dict[str, Any]], fmt: OutputFormat) -> str:
+    if fmt is OutputFormat.jsonl:
+        return "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events)
+    return "".join("---\n" + yaml.safe_dump(e, sort_keys=False, default_flow_style=False) for e in events)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo(f"quotaflow import yunikorn: {message}", err=True)
+    raise typer.Exit(code)
