@@ -264,7 +264,8 @@ class Engine:
                 cq.queue = PendingQueue(strict)
                 for order_key in list(old.keys()):
                     cq.queue.push(order_key, equivalence_class(state.workloads[order_key[3]]))
-        cq.node.set_quotas(*quota_maps(spec.quotas()))
+        cq.quotas = spec.quotas()
+        cq.node.set_quotas(*quota_maps(cq.quotas))
         cq.node.weight = spec.fair_weight
         set_parent(state, cq.node, spec.cohort)
         if spec.stop_policy != STOP_NONE:

@@ -20,6 +20,7 @@ from domain.objects import (
     FlavorFungibility,
     ResourceFlavor,
     ResourceGroup,
+    ResourceQuota,
 )
 from domain.quantity import format_amount
 from domain.quota import FR, QuotaNode, borrowing_level
@@ -154,6 +155,7 @@ class FlavorAssigner:
         flavors: Mapping[str, ResourceFlavor],
         oracle: PreemptionOracle = no_preemption,
         can_preempt_while_borrowing: bool = False,
+        quotas: Mapping[FR, ResourceQuota] | None = None,
     ) -> None:
         self.cq = cq
         self.node = node
@@ -161,7 +163,7 @@ class FlavorAssigner:
         self.flavors = flavors
         self.oracle = oracle
         self.can_preempt_while_borrowing = can_preempt_while_borrowing
-        self.quotas = cq.quotas()
+        self.quotas = cq.quotas() if quotas is None else quotas
 
     def assign(self, wl: WorkloadSpec, counts: list[int] | None = None) -> Assignment:
         result = Assignment(pod_sets=[])
@@ -282,9 +284,11 @@ class FlavorAssigner:
         """Kueue's fitsResourceQuota: (granular mode, borrowing level, reason text, NoFit reason)."""
         flavor, res = fr
         node = self.node
-        available = max(0, node.available(fr))
-        capacity = node.potential_available(fr)
         value = assumed + request
+        available = max(0, node.available(fr))
+        if value <= available:
+            return FIT, borrowing_level(node, fr, value)[0], "", ""
+        capacity = node.potential_available(fr)
         if value > capacity:
             text = (
                 f"insufficient quota for {res} in flavor {flavor}, previously considered podsets "
@@ -293,8 +297,6 @@ class FlavorAssigner:
             )
             return NO_FIT, 0, text, reasons.EXCEEDS_MAX_QUOTA
         borrow, may_reclaim = borrowing_level(node, fr, value)
-        if value <= available:
-            return FIT, borrow, "", ""
         text = (
             f"insufficient unused quota for {res} in flavor {flavor}, "
             f"{format_amount(res, value - available)} more needed"

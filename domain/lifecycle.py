@@ -16,11 +16,12 @@ from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
 
 def set_pending(state: State, out: Emitter, ws: WorkloadState, status: Status) -> None:
-    """Record why a workload waits; a decision only when the reason or message changes."""
-    if ws.last_status == status:
-        return
+    """Record why a workload waits; a decision only when the reason changes (the contract's
+    rule): a message that merely updates a number ("2 more needed") is not news to anyone."""
+    last = ws.last_status
     ws.last_status = status
-    out.emit(Pending, ws.key, reason=status[0], message=status[1])
+    if last is None or last[0] != status[0]:
+        out.emit(Pending, ws.key, reason=status[0], message=status[1])
 
 
 def equivalence_class(ws: WorkloadState) -> tuple[object, ...]:

@@ -129,6 +129,11 @@ class ClassicalPreemptor:
         requests: dict[FR, int],
         frs: list[FR],
     ) -> list[Target]:
+        policy = cq.spec.preemption
+        if policy.within_cluster_queue == NEVER and (
+            cq.node.parent is None or policy.reclaim_within_cohort == NEVER
+        ):
+            return []  # a non-preemptive queue: no candidate can exist
         same_queue = self._same_queue_candidates(cq, ws, frs)
         hierarchy, priority = self._cohort_candidates(cq, ws, requests, frs)
         groups: list[_OrderedCandidates] = [

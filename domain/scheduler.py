@@ -108,6 +108,7 @@ class Scheduler:
             oracle,
             can_preempt_while_borrowing=spec.preemption.borrow_within_cohort != NEVER
             or (self.fair and spec.preemption.reclaim_within_cohort != NEVER),
+            quotas=cq.quotas,
         )
         full = self._try(cq, ws, assigner, None)
         if full.assignment.mode == MODE_FIT or full.targets:
@@ -154,6 +155,10 @@ class Scheduler:
             if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
                 status = (reasons.MISCONFIGURED, reasons.MSG_NAMESPACE_MISMATCH)
                 self._park(out, cq, ws, status, blocks=False)
+                continue
+            if self._still_hopeless(cq, ws):
+                assert ws.last_status is not None
+                cq.queue.park(ws.order_key, ws.last_status)
                 continue
             entries.append(self.assign(cq, ws))
         ordered: Iterable[Entry]
@@ -204,6 +209,28 @@ class Scheduler:
                 self._park(out, cq, ws, status)
         for cq, hold in reserved:
             cq.node.add_usages(hold, -1)
+
+    def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState) -> bool:
+        """A woken head that was waiting for quota, in a ClusterQueue that cannot preempt, and
+        for which some pod set's request of some resource exceeds what every flavor has
+        available: it cannot fit, so its answer is the one it had. Skipping the full flavor
+        assignment here is what keeps a finish cheap when large workloads wait."""
+        if ws.last_status is None or ws.last_status[0] != reasons.WAITING_FOR_QUOTA or self.fair:
+            return False
+        policy = cq.spec.preemption
+        if policy.within_cluster_queue != NEVER or policy.reclaim_within_cohort != NEVER:
+            return False
+        node = cq.node
+        for ps in ws.spec.pod_sets:
+            count = ps.min_count if ps.min_count is not None else ps.count
+            for res, per_pod in ps.per_pod:
+                need = per_pod * count
+                group = cq.groups.get(res)
+                if need <= 0 or group is None:
+                    continue
+                if all(node.available((f.name, res)) < need for f in group.flavors):
+                    return True
+        return False
 
     def _preempt(self, out: Emitter, entry: Entry, victims: dict[str, None]) -> int:
         issued = 0

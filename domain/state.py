@@ -21,6 +21,7 @@ from domain.objects import (
     LocalQueueSpec,
     ResourceFlavor,
     ResourceGroup,
+    ResourceQuota,
 )
 from domain.queues import OrderKey, PendingQueue, Status
 from domain.quota import FR, QuotaNode
@@ -75,6 +76,7 @@ class ClusterQueueState:
     node: QuotaNode
     queue: PendingQueue
     groups: dict[str, ResourceGroup]  # covered resource -> its resource group
+    quotas: dict[FR, ResourceQuota] = field(default_factory=dict)  # spec.quotas(), kept with spec
     admitted: dict[str, None] = field(default_factory=dict)  # workloads holding quota here
     active: bool = True
     inactive_message: str = ""

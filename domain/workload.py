@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from domain import reasons
 from domain.fields import Fields, InvalidInput
 from domain.objects import Toleration
@@ -106,40 +108,66 @@ def _pod_sets(spec: Fields) -> tuple[PodSet, ...]:
     out: list[PodSet] = []
     with_min = 0
     for ps in items:
-        name = ps.str("name", "main")
-        if not _DNS_LABEL.match(name) or len(name) > 63:
-            raise ps.fail("name", f'Invalid value: "{name}": must be a DNS label')
-        if name in seen:
-            raise ps.fail("name", f'Duplicate value: "{name}"')
-        seen.add(name)
-        count = ps.int("count", 1)
-        if count < 0:
-            raise ps.fail("count", "must be greater than or equal to 0")
-        min_count = ps.opt_int("minCount")
-        if min_count is not None:
-            with_min += 1
-            if min_count < 1:
-                raise ps.fail("minCount", "must be greater than or equal to 1")
-            if min_count > count:
-                raise ps.fail("minCount", "should be less than or equal to count")
-        try:
-            per_pod = pod_set_requests(ps.data)
-        except PodSetError as exc:
-            raise InvalidInput(reasons.INVALID_WORKLOAD, f"{ps.path}: {exc}") from None
-        pod_spec = ps.sub("template").sub("spec")
-        out.append(
-            PodSet(
-                name=name,
-                count=count,
-                min_count=min_count,
-                per_pod=tuple(sorted(per_pod.items())),
-                node_selector=tuple(pod_spec.str_map("nodeSelector").items()),
-                tolerations=tuple(_toleration(t) for t in pod_spec.objects("tolerations")),
-            )
-        )
+        parsed = _parse_pod_set(ps)
+        if parsed.name in seen:
+            raise ps.fail("name", f'Duplicate value: "{parsed.name}"')
+        seen.add(parsed.name)
+        with_min += parsed.min_count is not None
+        out.append(parsed)
     if with_min > 1:
         raise spec.fail("podSets", "at most one podSet can use minCount")
     return tuple(out)
+
+
+# Job templates repeat: the same pod set arrives thousands of times. Parsing one means exact
+# quantity arithmetic over its containers, so identical raw pod sets share one parse. Only
+# successful parses are kept (errors carry the event's path), and the result does not depend
+# on what the memo holds, so decisions stay the same whatever was seen before.
+_MEMO: dict[bytes, PodSet] = {}
+_MEMO_LIMIT = 4096
+_encode = msgspec.json.Encoder().encode
+
+
+def _parse_pod_set(ps: Fields) -> PodSet:
+    try:
+        key = _encode(ps.data)
+    except (TypeError, msgspec.EncodeError):
+        return _parse_pod_set_uncached(ps)
+    cached = _MEMO.get(key)
+    if cached is None:
+        cached = _parse_pod_set_uncached(ps)
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        _MEMO[key] = cached
+    return cached
+
+
+def _parse_pod_set_uncached(ps: Fields) -> PodSet:
+    name = ps.str("name", "main")
+    if not _DNS_LABEL.match(name) or len(name) > 63:
+        raise ps.fail("name", f'Invalid value: "{name}": must be a DNS label')
+    count = ps.int("count", 1)
+    if count < 0:
+        raise ps.fail("count", "must be greater than or equal to 0")
+    min_count = ps.opt_int("minCount")
+    if min_count is not None:
+        if min_count < 1:
+            raise ps.fail("minCount", "must be greater than or equal to 1")
+        if min_count > count:
+            raise ps.fail("minCount", "should be less than or equal to count")
+    try:
+        per_pod = pod_set_requests(ps.data)
+    except PodSetError as exc:
+        raise InvalidInput(reasons.INVALID_WORKLOAD, f"{ps.path}: {exc}") from None
+    pod_spec = ps.sub("template").sub("spec")
+    return PodSet(
+        name=name,
+        count=count,
+        min_count=min_count,
+        per_pod=tuple(sorted(per_pod.items())),
+        node_selector=tuple(pod_spec.str_map("nodeSelector").items()),
+        tolerations=tuple(_toleration(t) for t in pod_spec.objects("tolerations")),
+    )
 
 
 def _toleration(t: Fields) -> Toleration:
