@@ -10,6 +10,7 @@ import typer
 from domain.decisions import encode
 from domain.engine import Engine
 from streams.cli_import import import_app
+from streams.cli_log import register as register_log_commands
 from streams.event_files import EventFileError, read_events
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(import_app, name="import")
+register_log_commands(app)
 
 
 @app.callback()

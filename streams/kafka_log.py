@@ -287,6 +287,17 @@ class _Membership(ConsumerRebalanceListener):  # type: ignore[misc]
                 w._lost = True
 
 
+def _own_sticky_assignor() -> type[StickyPartitionAssignor]:
+    """aiokafka's sticky assignor keeps the member's last assignment in class attributes, shared
+    by every consumer of the process; two members in one process (tests, or two writers) would
+    both claim the partition. A subclass per member keeps its own (the protocol name stays)."""
+    return type(
+        "MemberStickyAssignor",
+        (StickyPartitionAssignor,),
+        {"member_assignment": None, "generation": StickyPartitionAssignor.DEFAULT_GENERATION_ID},
+    )
+
+
 class KafkaWriter(TransactionalWriter):
     def __init__(self, log_: KafkaLog, name: str, *, standby_topic: str | None = None) -> None:
         self._log = log_
@@ -312,7 +323,7 @@ class KafkaWriter(TransactionalWriter):
             group_id=self.name,
             session_timeout_ms=self.session_timeout_ms,
             heartbeat_interval_ms=max(500, self.session_timeout_ms // 6),
-            partition_assignment_strategy=(StickyPartitionAssignor,),
+            partition_assignment_strategy=(_own_sticky_assignor(),),
             group_instance_id=self.instance_id,
             isolation_level="read_uncommitted",
         )
@@ -415,6 +426,7 @@ class _KafkaTransaction(Transaction):
     def __init__(self, producer: AIOKafkaProducer) -> None:
         self._producer = producer
         self._futures: list[asyncio.Future[Any]] = []
+        self.offsets: list[int] = []
 
     async def append(self, topic: str, message: Message) -> None:
         self._futures.append(
@@ -426,4 +438,4 @@ class _KafkaTransaction(Transaction):
     async def flush(self) -> None:
         futures, self._futures = self._futures, []
         if futures:
-            await asyncio.gather(*futures)
+            self.offsets.extend(meta.offset for meta in await asyncio.gather(*futures))

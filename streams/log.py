@@ -138,6 +138,9 @@ class Reader(abc.ABC):
 class Transaction(abc.ABC):
     """Records appended here become visible together when the transaction commits."""
 
+    #: after a commit: the offset of every appended record, in append order
+    offsets: list[int]
+
     @abc.abstractmethod
     async def append(self, topic: str, message: Message) -> None: ...
 
@@ -163,10 +166,12 @@ class TransactionalWriter(abc.ABC):
         """`async with writer.transaction() as tx: await tx.append(...)`; commits on exit,
         aborts if the block raises. Raises `Fenced` when a newer writer took over."""
 
-    async def commit(self, items: Sequence[tuple[str, Message]]) -> None:
+    async def commit(self, items: Sequence[tuple[str, Message]]) -> list[int]:
+        """Append `items` in one transaction; returns their offsets."""
         async with self.transaction() as tx:
             for topic, message in items:
                 await tx.append(topic, message)
+        return tx.offsets
 
     @abc.abstractmethod
     async def close(self) -> None:

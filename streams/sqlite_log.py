@@ -362,6 +362,7 @@ class _SqliteTransaction(Transaction):
         self._writer = writer
         self._pending: list[tuple[str, Message]] = []
         self._open = False
+        self.offsets: list[int] = []
 
     async def append(self, topic: str, message: Message) -> None:
         self._pending.append((topic, message))
@@ -371,7 +372,7 @@ class _SqliteTransaction(Transaction):
             conn.execute("BEGIN IMMEDIATE")
             self._open = True
             self._writer._check_epoch(conn)
-        _insert(conn, self._pending)
+        self.offsets.extend(_insert(conn, self._pending))
         self._pending = []
 
     async def flush(self) -> None:
@@ -408,5 +409,6 @@ class _SqliteTransaction(Transaction):
             self._open = False
 
         self._pending = []
+        self.offsets = []
         if self._open:
             await self._writer._worker.call(run)

@@ -122,11 +122,13 @@ class LogContract:
                     await tx.append(b, Message(b"lost-b"))
                     await tx.flush()
                     raise RuntimeError("boom")
-            await writer.commit([(a, Message(b"kept-a")), (b, Message(b"kept-b"))])
+            offsets = await writer.commit([(a, Message(b"kept-a")), (b, Message(b"kept-b"))])
         finally:
             await writer.close()
-        assert values(await log.read_all(a)) == [b"kept-a"]
-        assert values(await log.read_all(b)) == [b"kept-b"]
+        kept_a, kept_b = await log.read_all(a), await log.read_all(b)
+        assert values(kept_a) == [b"kept-a"]
+        assert values(kept_b) == [b"kept-b"]
+        assert offsets == [kept_a[0].offset, kept_b[0].offset]
         assert [r.value for r in await log.read_last(a, 5)] == [b"kept-a"]
 
     async def test_writer_killed_mid_transaction_leaves_nothing(

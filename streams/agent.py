@@ -1,0 +1,358 @@
+"""The agent: folds the input log through the engine and writes the decision log, exactly once.
+
+It runs the same on both logs (`streams.log`); the Kafka and embedded runtimes differ only in the
+log they hand it and the process shell around it (`streams.app`).
+
+## The guarantee, and why it holds
+
+Every decision carries `cause = {offset, index}`: the input offset that caused it and its rank
+among that event's decisions. The decision log must hold, for every input event, exactly the
+decisions the engine gives for it -- none twice, none missing -- in input order. By construction:
+
+1. **Atomic per event.** The decisions of one input event are written in one transaction (a
+   Kafka transaction over the decision and snapshot topics; one SQLite transaction on the
+   embedded log). A batch of consecutive events shares a transaction, which keeps each event's
+   decisions all-or-nothing. Readers use read_committed, so a crash mid-write leaves nothing
+   visible, and the successor's fencing aborts the open transaction.
+2. **Progress lives in the output.** The agent keeps no offsets anywhere else (no consumer group
+   commits): the last committed decision's `cause.offset` says which input events are done. An
+   event that decides nothing (most config changes, a duplicate `id`) leaves no trace there, so
+   snapshots record their input offset too, and they are written in the same transaction as the
+   decisions of the batch they close. The last fully processed offset is therefore
+   `P = max(last decision's cause.offset, newest snapshot's offset)`. Events after P that decided
+   nothing may have been processed before a crash; folding them again is harmless because the
+   engine is deterministic and they decide nothing again.
+3. **Restart.** A new agent first becomes the single active writer (`acquire()`: fences the old
+   one and resolves its open transaction), then reads P from the logs (read_committed), restores
+   the engine from the newest snapshot (its offset S <= P, being committed), folds input events
+   S+1..P without emitting -- checking that the engine gives again exactly the last decision in
+   the log, which catches a snapshot or determinism bug instead of writing a divergent history --
+   and resumes emitting at P+1. If the snapshot cannot be loaded (e.g. an older format), it folds
+   from offset 0 instead: the input log keeps everything for this reason.
+4. **One writer.** A second agent for the same logs waits in `acquire()` (Kafka: the standby
+   consumer group; SQLite: the lock file). A stale one (paused, partitioned) is fenced by the
+   transactional.id epoch (Kafka) or the writer epoch (SQLite) and cannot commit; it drops its
+   state, waits to be active again and recovers from the logs as above.
+
+Any error whose outcome is unknown (a commit that timed out, the broker going away) is handled
+the same way: close the writer, wait, acquire again and recover from the logs. The engine state
+in memory is never trusted past a failed write.
+
+Snapshots are taken every `snapshot_every_events` processed events or `snapshot_every_seconds`
+(whichever first, and only when something changed), so a restart folds at most that many events.
+
+Logs (structlog, JSON): `event` per input event at debug, `decision` per decision at info, both
+with offsets; `recovered`, `snapshot`, `standby`, `active` and failures at info/warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import msgspec
+import structlog
+
+from domain.decisions import Cause, Decision, encode
+from domain.engine import Engine
+from streams.envelope import agent_source, ce_type, decision_message, now_rfc3339
+from streams.log import EventLog, Fenced, LogError, LogUnavailable, Message, Record, Topics
+from streams.snapshots import SnapshotUnusable, latest_offset, load_latest, snapshot_messages
+
+T = TypeVar("T")
+
+
+class Nondeterminism(LogError):
+    """Folding the input log again did not reproduce the decision log: refuse to go on."""
+
+
+class EngineFailure(RuntimeError):
+    """The engine raised (it must not, whatever the input): a bug, not a transient error."""
+
+
+class _CauseOnly(msgspec.Struct):
+    cause: Cause
+
+
+_cause_decoder = msgspec.json.Decoder(_CauseOnly)
+
+
+def cause_of(record: Record) -> Cause:
+    try:
+        return _cause_decoder.decode(record.value or b"").cause
+    except msgspec.DecodeError as exc:
+        raise LogError(f"decision log record at offset {record.offset} has no cause: {exc}") from None
+
+
+@dataclass
+class AgentConfig:
+    topics: Topics
+    name: str | None = None  # writer name: Kafka transactional.id and standby group
+    snapshot_every_events: int = 10_000
+    snapshot_every_seconds: float = 60.0
+    max_batch: int = 2_000
+    poll_timeout: float = 0.2
+    standby: bool = True
+    retry_backoff: float = 0.5
+    max_retry_backoff: float = 10.0
+
+    @property
+    def writer_name(self) -> str:
+        return self.name or f"quotaflow-agent.{self.topics.input}"
+
+
+@dataclass
+class AgentStatus:
+    role: str = "starting"  # starting, standby, recovering, active, retrying, stopped
+    position: int = 0  # next input offset to process
+    processed: int = -1  # last input offset whose decisions are committed
+    events: int = 0  # processed live since start
+    decisions: int = 0  # written since start
+    transactions: int = 0
+    last_snapshot_offset: int | None = None
+    snapshots: int = 0
+    recoveries: int = 0
+    last_recovery: dict[str, Any] = field(default_factory=dict)
+    last_error: str | None = None
+
+
+def _enabled(log: Any, level: int) -> bool:
+    check = getattr(log, "is_enabled_for", None)
+    return bool(check(level)) if check is not None else True
+
+
+class Agent:
+    def __init__(self, log: EventLog, config: AgentConfig) -> None:
+        self.log = log
+        self.config = config
+        self.topics = config.topics
+        self.status = AgentStatus()
+        self._stop = asyncio.Event()
+        self._progress = asyncio.Condition()
+        self._source = agent_source(self.topics.input)
+        self._log: Any = structlog.get_logger("quotaflow.agent")
+
+    # -- control ---------------------------------------------------------------------------------
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    async def wait_processed(self, offset: int, timeout: float | None = None) -> None:
+        """Wait until input `offset` is processed and its decisions committed."""
+
+        async def wait() -> None:
+            async with self._progress:
+                await self._progress.wait_for(lambda: self.status.processed >= offset)
+
+        await asyncio.wait_for(wait(), timeout)
+
+    async def _notify(self) -> None:
+        async with self._progress:
+            self._progress.notify_all()
+
+    async def _unless_stopped(self, aw: Awaitable[T]) -> tuple[bool, T | None]:
+        """Await `aw` unless stop() comes first (then cancel it): (done, result)."""
+        task = asyncio.ensure_future(aw)
+        stopper = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if task.done():
+            return True, task.result()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        return False, None
+
+    # -- main loop -------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Run until stop(). Raises only for errors that retrying cannot fix."""
+        cfg = self.config
+        # Bound here, not in __init__, so that it follows the logging configuration in force.
+        self._log = structlog.get_logger("quotaflow.agent").bind(input=self.topics.input)
+        await self.log.start()
+        await self.log.ensure_topics(self.topics.specs(), single_partition=[self.topics.input, self.topics.decisions])
+        backoff = cfg.retry_backoff
+        try:
+            while not self.stopping:
+                writer = self.log.writer(cfg.writer_name, standby_topic=self.topics.input if cfg.standby else None)
+                try:
+                    self.status.role = "standby"
+                    self._log.info("standby", writer=cfg.writer_name)
+                    done, _ = await self._unless_stopped(writer.acquire())
+                    if not done:
+                        break
+                    self._log.info("active", writer=cfg.writer_name)
+                    await self._serve(writer)
+                    backoff = cfg.retry_backoff
+                except (Nondeterminism, EngineFailure):
+                    raise
+                except Fenced as exc:
+                    self._retrying("fenced: another agent is active", exc)
+                except LogUnavailable as exc:
+                    self._retrying("log unavailable", exc)
+                except LogError:
+                    raise
+                except Exception as exc:  # a broker restart, a timeout, a lost connection, ...
+                    self._retrying("error", exc)
+                finally:
+                    with contextlib.suppress(Exception):
+                        await writer.close()
+                if not self.stopping:
+                    await self._unless_stopped(asyncio.sleep(backoff))
+                    backoff = min(backoff * 2, cfg.max_retry_backoff)
+        finally:
+            self.status.role = "stopped"
+            self._log.info("stopped", processed=self.status.processed)
+
+    def _retrying(self, what: str, exc: BaseException) -> None:
+        self.status.role = "retrying"
+        self.status.last_error = f"{what}: {exc!r}"
+        self._log.warning(what, error=repr(exc))
+
+    async def _recover(self) -> tuple[Engine, int, int, Record | None]:
+        """(engine, first offset to fold, last processed offset P, last decision record)."""
+        topics = self.topics
+        began = time.monotonic()
+        last = await self.log.read_last(topics.decisions, 1)
+        last_decision = last[0] if last else None
+        decided_upto = cause_of(last_decision).offset if last_decision else -1
+        snap_offset = await latest_offset(self.log, topics.snapshots)
+        processed = max(decided_upto, -1 if snap_offset is None else snap_offset)
+        engine, start, restored_from = Engine(), 0, None
+        if snap_offset is not None:
+            try:
+                restored = await load_latest(self.log, topics.snapshots)
+            except SnapshotUnusable as exc:
+                self._log.warning("snapshot unusable; folding the input log from 0", error=str(exc))
+            else:
+                if restored is not None:
+                    engine, start, restored_from = restored.engine, restored.offset + 1, restored.offset
+        input_end = await self.log.end_offset(topics.input)
+        if processed >= input_end:
+            raise LogError(
+                f"the decision/snapshot logs say input offset {processed} was processed, but the input "
+                f"log {topics.input!r} ends at {input_end}: they do not belong together"
+            )
+        self.status.recoveries += 1
+        self.status.last_recovery = {
+            "processed": processed,
+            "snapshot_offset": restored_from,
+            "replay_from": start,
+            "replay_events": max(0, processed - start + 1),
+            "read_s": round(time.monotonic() - began, 3),
+        }
+        self.status.last_snapshot_offset = restored_from
+        return engine, start, processed, last_decision
+
+    async def _serve(self, writer: Any) -> None:
+        cfg, topics, log = self.config, self.topics, self._log
+        self.status.role = "recovering"
+        began = time.monotonic()
+        engine, start, processed, last_decision = await self._recover()
+        verify_at = cause_of(last_decision).offset if last_decision is not None else -1
+        self.status.processed = processed
+        self.status.position = processed + 1
+        await self._notify()
+        since_snapshot = processed - (self.status.last_snapshot_offset if self.status.last_snapshot_offset is not None else -1)
+        last_snapshot_time = time.monotonic()
+        replaying = start <= processed
+        if not replaying:
+            self._recovered(log, began)
+        decisions_topic = topics.decisions
+        debug = _enabled(log, logging.DEBUG)
+
+        async with await self.log.reader(topics.input, start) as reader:
+            while not self.stopping:
+                if not writer.active:
+                    raise Fenced("lost the active role")
+                done, got = await self._unless_stopped(reader.read(limit=cfg.max_batch, timeout=cfg.poll_timeout))
+                if not done:
+                    break
+                records: list[Record] = got or []
+                out: list[tuple[str, Message]] = []
+                decided: list[Decision] = []
+                last_live = -1
+                now = now_rfc3339().encode()
+                for record in records:
+                    try:
+                        decisions = engine.apply(record.value if record.value is not None else b"", record.offset)
+                    except Exception as exc:
+                        raise EngineFailure(f"engine raised on input offset {record.offset}: {exc!r}") from exc
+                    if record.offset <= processed:
+                        if record.offset == verify_at:
+                            self._verify(decisions, last_decision)
+                        continue
+                    if debug:
+                        log.debug("input event", offset=record.offset, type=ce_type(record), key=record.key)
+                    for decision in decisions:
+                        out.append((decisions_topic, decision_message(decision, encode(decision), source=self._source, time=now)))
+                        decided.append(decision)
+                    last_live = record.offset
+                if replaying and reader.position > processed:
+                    replaying = False
+                    self._recovered(log, began)
+                live_events = last_live - self.status.processed if last_live >= 0 else 0
+                since_snapshot += live_events
+                snapshot_at = last_live if last_live >= 0 else self.status.processed
+                take_snapshot = since_snapshot > 0 and not replaying and (
+                    since_snapshot >= cfg.snapshot_every_events
+                    or time.monotonic() - last_snapshot_time >= cfg.snapshot_every_seconds
+                )
+                snapshot_records = 0
+                if take_snapshot:
+                    snap = snapshot_messages(engine, snapshot_at, source=self._source)
+                    snapshot_records = len(snap)
+                    out.extend((topics.snapshots, m) for m in snap)
+                if out:
+                    offsets = await writer.commit(out)
+                    self.status.transactions += 1
+                    for decision, offset in zip(decided, offsets, strict=False):
+                        log.info(
+                            "decision",
+                            type=type(decision).__name__,
+                            workload=decision.workload,
+                            cause_offset=decision.cause.offset,
+                            cause_index=decision.cause.index,
+                            offset=offset,
+                        )
+                    self.status.decisions += len(decided)
+                if take_snapshot:
+                    since_snapshot = 0
+                    last_snapshot_time = time.monotonic()
+                    self.status.last_snapshot_offset = snapshot_at
+                    self.status.snapshots += 1
+                    log.info("snapshot", offset=snapshot_at, chunks=snapshot_records)
+                if last_live >= 0:
+                    self.status.events += live_events
+                    self.status.processed = last_live
+                    self.status.position = last_live + 1
+                    await self._notify()
+
+    def _recovered(self, log: Any, began: float) -> None:
+        self.status.role = "active"
+        self.status.last_recovery["total_s"] = round(time.monotonic() - began, 3)
+        log.info("recovered", **self.status.last_recovery)
+
+    def _verify(self, decisions: list[Decision], last: Record | None) -> None:
+        if last is None:
+            return
+        stored = last.value or b""
+        cause = cause_of(last)
+        again = encode(decisions[-1]) if decisions else b"(no decision)"
+        if len(decisions) != cause.index + 1 or again != stored:
+            raise Nondeterminism(
+                f"folding input offset {cause.offset} again gave {len(decisions)} decision(s) ending in "
+                f"{again.decode(errors='replace')}, but the decision log ends with "
+                f"{stored.decode(errors='replace')} (index {cause.index}); the snapshot or the engine "
+                "is not deterministic -- refusing to write a divergent history"
+            )

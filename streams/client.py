@@ -1,0 +1,202 @@
+"""The typed Python client: write input events, read decisions, on either log.
+
+    async with Client("kafka://localhost:9092") as qf:      # or "sqlite:///quotaflow.db"
+        await qf.apply(cluster_queue)                      # ConfigApplied
+        offset = await qf.submit(workload)                 # WorkloadSubmitted
+        await qf.finish("team-a", "job-1")                 # WorkloadFinished
+        await qf.delete("ClusterQueue", "team-a-cq")       # ConfigDeleted
+        async for decision in qf.decisions():              # domain.decisions structs, in order
+            ...
+
+Every write method returns the input log offset of the event it appended: decisions caused by
+it carry that offset as `cause.offset`. Events are written as the contract's JSON with the
+CloudEvents headers of `streams.envelope`; the client never adds fields to an event (an `id` or
+`time` is included only when given), so what the engine folds is exactly what the caller passed.
+Objects may be dicts (as parsed from Kueue YAML) or msgspec Structs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Literal, Self
+
+import msgspec
+
+from domain.decisions import AnyDecision, decode
+from streams.envelope import event_message
+from streams.log import EventLog, Record, Topics, open_log
+from streams.settings import Settings
+
+# kubectl-style names for kinds (lower case, plural, short) -> the Kind
+KIND_ALIASES: dict[str, str] = {}
+for _kind, _short in (
+    ("ResourceFlavor", "rf"),
+    ("ClusterQueue", "cq"),
+    ("LocalQueue", "lq"),
+    ("Cohort", None),
+    ("WorkloadPriorityClass", "wpc"),
+    ("AdmissionCheck", None),
+    ("Namespace", "ns"),
+    ("Configuration", None),
+    ("Workload", "wl"),
+):
+    for alias in (_kind, _kind.lower(), _kind.lower() + "s", _short):
+        if alias:
+            KIND_ALIASES[alias] = _kind
+KIND_ALIASES["namespaces"] = "Namespace"
+KIND_ALIASES["workloadpriorityclasses"] = "WorkloadPriorityClass"
+
+Event = Mapping[str, Any]
+
+
+def canonical_kind(kind: str) -> str:
+    return KIND_ALIASES.get(kind, KIND_ALIASES.get(kind.lower(), kind))
+
+
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, msgspec.Struct):
+        return msgspec.to_builtins(obj)
+    return obj
+
+
+def _envelope(event: dict[str, Any], id: str | None, time: str | None) -> dict[str, Any]:
+    if id is not None:
+        event["id"] = id
+    if time is not None:
+        event["time"] = time
+    return event
+
+
+class Client:
+    def __init__(
+        self,
+        broker_url: str | None = None,
+        *,
+        settings: Settings | None = None,
+        log: EventLog | None = None,
+        source: str = "/quotaflow/client",
+        create_topics: bool = True,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.topics = Topics.from_settings(self.settings)
+        self.log = log or open_log(broker_url or self.settings.broker_url, self.settings)
+        self.source = source
+        self._create_topics = create_topics
+        self._started = False
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        await self.log.start()
+        if self._create_topics:
+            await self.log.ensure_topics(self.topics.specs(), single_partition=[self.topics.input, self.topics.decisions])
+        self._started = True
+
+    async def close(self) -> None:
+        await self.log.close()
+        self._started = False
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- writing ---------------------------------------------------------------------------------
+    async def publish(self, event: Event | bytes) -> int:
+        """Append one input event (a contract event object, or raw bytes as they are)."""
+        return (await self.publish_many([event]))[0]
+
+    async def publish_many(self, events: Iterable[Event | bytes]) -> list[int]:
+        """Append events in order (one round trip); returns their offsets."""
+        await self.start()
+        messages = [event_message(e if isinstance(e, bytes) else _plain(e), source=self.source) for e in events]
+        return await self.log.append(self.topics.input, messages) if messages else []
+
+    async def apply(self, obj: Any, *, id: str | None = None, time: str | None = None) -> int:
+        """`ConfigApplied`: create or replace a Kueue object (ClusterQueue, LocalQueue, ...)."""
+        return await self.publish(_envelope({"type": "ConfigApplied", "object": _plain(obj)}, id, time))
+
+    async def delete(
+        self, kind: str, name: str, namespace: str | None = None, *, id: str | None = None, time: str | None = None
+    ) -> int:
+        """`ConfigDeleted` for a configuration kind, `WorkloadDeleted` for kind Workload."""
+        kind = canonical_kind(kind)
+        if kind == "Workload":
+            event: dict[str, Any] = {"type": "WorkloadDeleted", "namespace": namespace or "default", "name": name}
+        else:
+            event = {"type": "ConfigDeleted", "kind": kind, "name": name}
+            if namespace is not None:
+                event["namespace"] = namespace
+        return await self.publish(_envelope(event, id, time))
+
+    async def submit(self, workload: Any, *, id: str | None = None, time: str | None = None) -> int:
+        """`WorkloadSubmitted`: a Kueue Workload asks for admission."""
+        return await self.publish(_envelope({"type": "WorkloadSubmitted", "workload": _plain(workload)}, id, time))
+
+    async def update(self, workload: Any, *, id: str | None = None, time: str | None = None) -> int:
+        """`WorkloadUpdated`: the whole Workload again, with changed mutable fields."""
+        return await self.publish(_envelope({"type": "WorkloadUpdated", "workload": _plain(workload)}, id, time))
+
+    async def finish(self, namespace: str, name: str, *, id: str | None = None, time: str | None = None) -> int:
+        """`WorkloadFinished`: the workload completed; its quota is released."""
+        return await self.publish(_envelope({"type": "WorkloadFinished", "namespace": namespace, "name": name}, id, time))
+
+    async def release(self, namespace: str, name: str, *, id: str | None = None, time: str | None = None) -> int:
+        """`WorkloadReleased`: an evicted or preempted workload's pods are gone."""
+        return await self.publish(_envelope({"type": "WorkloadReleased", "namespace": namespace, "name": name}, id, time))
+
+    async def admission_check(
+        self,
+        namespace: str,
+        name: str,
+        check: str,
+        state: Literal["Pending", "Ready", "Retry", "Rejected"],
+        message: str | None = None,
+    ) -> int:
+        """`AdmissionCheckStateChanged`: an admission check controller reports."""
+        event: dict[str, Any] = {
+            "type": "AdmissionCheckStateChanged",
+            "namespace": namespace,
+            "name": name,
+            "check": check,
+            "state": state,
+        }
+        if message is not None:
+            event["message"] = message
+        return await self.publish(event)
+
+    # -- reading ---------------------------------------------------------------------------------
+    async def decision_records(
+        self, *, start: int | Literal["beginning", "end"] = "beginning", follow: bool = True
+    ) -> AsyncIterator[tuple[Record, AnyDecision | None]]:
+        """(record, decoded decision) from the decision log; the decision is None if this client
+        cannot decode it (a decision type newer than this client)."""
+        await self.start()
+        topic = self.topics.decisions
+        if start == "beginning":
+            first = 0
+        elif start == "end":
+            first = await self.log.end_offset(topic)
+        else:
+            first = start
+        end = None if follow else await self.log.end_offset(topic)
+        async with await self.log.reader(topic, first) as reader:
+            while end is None or reader.position < end:
+                for record in await reader.read(timeout=0.5):
+                    if end is not None and record.offset >= end:
+                        return
+                    try:
+                        decision: AnyDecision | None = decode(record.value or b"")
+                    except msgspec.DecodeError:
+                        decision = None
+                    yield record, decision
+
+    async def decisions(
+        self, *, start: int | Literal["beginning", "end"] = "beginning", follow: bool = True
+    ) -> AsyncIterator[AnyDecision]:
+        """The decisions, in order, as `domain.decisions` structs; with `follow`, forever."""
+        async for _, decision in self.decision_records(start=start, follow=follow):
+            if decision is not None:
+                yield decision

@@ -1,0 +1,236 @@
+"""`quotaflow demo`: Kueue's own examples, run through the agent on the embedded log.
+
+It needs nothing but this package: the agent runs in-process on a temporary SQLite log, the
+scenario is published through `streams.client.Client` (as any producer would), the decisions are
+read back from the decision log as they are committed, and the run ends with a quota usage table
+per ClusterQueue and flavor computed from the two logs (`streams.render.Usage`).
+
+The scenario (from the seeds: Kueue's ClusterQueue concept page):
+1. *Borrowing*: team-a-cq (9 CPU, 36Gi) and team-b-cq (12 CPU, 48Gi) share cohort team-ab; with
+   team-b idle, team-a's 20-CPU job is admitted by borrowing 11 CPUs, and a 22nd CPU is not.
+2. *borrowingLimit*: team-c-cq (9 CPU, borrowingLimit 1) and team-d-cq (12 CPU) share cohort
+   team-cd; team-c can reach 9+1=10 CPUs and no more, though team-d is idle.
+3. *StrictFIFO*: research-cq (8 CPU) admits job-1 (6 CPU); job-2 (4 CPU) must wait, and job-3
+   (1 CPU) waits behind it although it would fit (older workloads block newer ones).
+4. job-1 finishes: job-2 and then job-3 are admitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+
+API = "kueue.x-k8s.io/v1beta1"
+
+
+def flavor(name: str) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": name}}
+
+
+def cluster_queue(
+    name: str,
+    cpu: int,
+    memory: str | None = None,
+    *,
+    cohort: str | None = None,
+    borrowing_limit: int | None = None,
+    strategy: str | None = None,
+) -> dict[str, Any]:
+    cpu_res: dict[str, Any] = {"name": "cpu", "nominalQuota": cpu}
+    if borrowing_limit is not None:
+        cpu_res["borrowingLimit"] = borrowing_limit
+    resources = [cpu_res]
+    covered = ["cpu"]
+    if memory is not None:
+        resources.append({"name": "memory", "nominalQuota": memory})
+        covered.append("memory")
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [{"coveredResources": covered, "flavors": [{"name": "default-flavor", "resources": resources}]}],
+    }
+    if cohort:
+        spec["cohort"] = cohort
+    if strategy:
+        spec["queueingStrategy"] = strategy
+    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def local_queue(namespace: str, name: str, cq: str) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "LocalQueue", "metadata": {"namespace": namespace, "name": name}, "spec": {"clusterQueue": cq}}
+
+
+def workload(namespace: str, name: str, count: int, cpu: str, memory: str | None = None) -> dict[str, Any]:
+    requests = {"cpu": cpu}
+    if memory is not None:
+        requests["memory"] = memory
+    return {
+        "apiVersion": API,
+        "kind": "Workload",
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": {"queueName": "user-queue", "podSets": [{"name": "main", "count": count, "requests": requests}]},
+    }
+
+
+def applied(obj: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "ConfigApplied", "object": obj}
+
+
+def submitted(wl: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "WorkloadSubmitted", "workload": wl}
+
+
+STEPS: list[tuple[str, str, list[dict[str, Any]]]] = [
+    (
+        "1. Borrowing in a cohort",
+        "team-a-cq has 9 CPUs and 36Gi, team-b-cq 12 CPUs and 48Gi, both in cohort team-ab. "
+        "team-b is idle, so team-a may use up to 12+9=21 CPUs and 48+36=84Gi.",
+        [
+            applied(flavor("default-flavor")),
+            applied(cluster_queue("team-a-cq", 9, "36Gi", cohort="team-ab")),
+            applied(cluster_queue("team-b-cq", 12, "48Gi", cohort="team-ab")),
+            applied(local_queue("team-a", "user-queue", "team-a-cq")),
+            applied(local_queue("team-b", "user-queue", "team-b-cq")),
+            submitted(workload("team-a", "big", 4, "5", "20Gi")),
+            submitted(workload("team-a", "one-more", 1, "1", "4Gi")),
+            submitted(workload("team-a", "too-many", 1, "1")),
+        ],
+    ),
+    (
+        "2. borrowingLimit",
+        "team-c-cq has 9 CPUs with borrowingLimit 1, team-d-cq 12 CPUs, in cohort team-cd. "
+        "team-d is idle, yet team-c can reach only 9+1=10 CPUs.",
+        [
+            applied(cluster_queue("team-c-cq", 9, cohort="team-cd", borrowing_limit=1)),
+            applied(cluster_queue("team-d-cq", 12, cohort="team-cd")),
+            applied(local_queue("team-c", "user-queue", "team-c-cq")),
+            submitted(workload("team-c", "ten-cpus", 2, "5")),
+            submitted(workload("team-c", "eleventh-cpu", 1, "1")),
+        ],
+    ),
+    (
+        "3. StrictFIFO",
+        "research-cq has 8 CPUs and queueingStrategy StrictFIFO. job-1 takes 6; job-2 needs 4 and "
+        "waits; job-3 needs 1 and would fit, but waits behind job-2: older workloads block newer ones.",
+        [
+            applied(cluster_queue("research-cq", 8, strategy="StrictFIFO")),
+            applied(local_queue("research", "user-queue", "research-cq")),
+            submitted(workload("research", "job-1", 1, "6")),
+            submitted(workload("research", "job-2", 1, "4")),
+            submitted(workload("research", "job-3", 1, "1")),
+        ],
+    ),
+    (
+        "4. A workload finishes",
+        "job-1 finishes and gives its 6 CPUs back: job-2 is admitted, and job-3 after it.",
+        [{"type": "WorkloadFinished", "namespace": "research", "name": "job-1"}],
+    ),
+]
+
+
+def scenario_events() -> list[dict[str, Any]]:
+    return [event for _, _, events in STEPS for event in events]
+
+
+async def _demo(console: Console, db: Path, pause: float) -> None:
+    from streams.agent import Agent, AgentConfig
+    from streams.client import Client
+    from streams.log import Topics
+    from streams.render import Usage, decision_line
+    from streams.settings import Settings
+    from streams.sqlite_log import SqliteLog
+
+    settings = Settings()
+    topics = Topics.from_settings(settings)
+    agent_log = SqliteLog(db)
+    agent = Agent(agent_log, AgentConfig(topics, snapshot_every_events=10, standby=False))
+    agent_task = asyncio.create_task(agent.run())
+    usage = Usage()
+    seen = asyncio.Condition()
+    last_cause = -1
+
+    async with Client(settings=settings, log=SqliteLog(db), source="/quotaflow/demo") as qf:
+
+        async def show() -> None:
+            nonlocal last_cause
+            async for record, decision in qf.decision_records():
+                if decision is None:
+                    continue
+                console.print(decision_line(decision, record.offset))
+                usage.add_decision(decision)
+                async with seen:
+                    last_cause = decision.cause.offset
+                    seen.notify_all()
+
+        watcher = asyncio.create_task(show())
+        try:
+            for title, text, events in STEPS:
+                console.print()
+                console.print(Panel(text, title=title, title_align="left", expand=False))
+                for event in events:
+                    usage.add_event(event)
+                offsets = await qf.publish_many(events)
+                progress = asyncio.ensure_future(agent.wait_processed(offsets[-1], timeout=30))
+                await asyncio.wait({progress, agent_task}, return_when=asyncio.FIRST_COMPLETED)
+                if not progress.done():
+                    progress.cancel()
+                    agent_task.result()  # the agent failed: say why
+                    raise RuntimeError("the agent stopped early")
+                progress.result()
+                # every decision of this step is committed; wait until the watcher showed them
+                last_decision = await agent_log.read_last(topics.decisions, 1)
+                if last_decision:
+                    from streams.agent import cause_of
+
+                    target = cause_of(last_decision[0]).offset
+                    async with seen:
+                        await asyncio.wait_for(seen.wait_for(lambda: last_cause >= target), 30)
+                if pause:
+                    await asyncio.sleep(pause)
+        finally:
+            watcher.cancel()
+            agent.stop()
+            await asyncio.gather(watcher, agent_task, return_exceptions=True)
+            await agent_log.close()
+    console.print()
+    console.print(usage.table("Quota usage per ClusterQueue and flavor (from the decision log)"))
+    s = agent.status
+    console.print(
+        f"[dim]{s.processed + 1} input events, {s.decisions} decisions in {s.transactions} transactions, "
+        f"{s.snapshots} snapshots (last after input offset {s.last_snapshot_offset}).[/dim]"
+    )
+
+
+def run_demo(*, pause: float = 0.0, keep: bool = False) -> int:
+    from streams import logs
+
+    logs.configure("warning")
+    # Not a terminal (CI, a pipe): wide enough for the usage table instead of rich's 80 columns.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    tmp = Path(tempfile.mkdtemp(prefix="quotaflow-demo-"))
+    db = tmp / "demo.db"
+    console.print(
+        Panel(
+            "quotaflow demo: the agent runs on an embedded SQLite log (no Kafka needed) at "
+            f"{db}.\nEach step publishes input events; each line below is a decision as it was "
+            "committed to the decision log:\n[dim]decision-offset  @cause.offset.index  type  workload  details[/dim]",
+            expand=False,
+        )
+    )
+    began = time.monotonic()
+    try:
+        asyncio.run(_demo(console, db, pause))
+    finally:
+        if keep:
+            console.print(f"[dim]log kept: sqlite:///{db}  (try: quotaflow watch --no-follow --broker sqlite:///{db})[/dim]")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    console.print(f"[dim]done in {time.monotonic() - began:.1f} s[/dim]")
+    return 0

@@ -1,0 +1,213 @@
+"""Helpers for the agent tests: input streams, `quotaflow replay`, agent processes, checks."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streams.agent import cause_of
+from streams.envelope import event_message
+from streams.log import EventLog, Message, Topics
+from streams.settings import (
+    ENV_DECISIONS_TOPIC,
+    ENV_INPUT_TOPIC,
+    ENV_SNAPSHOTS_TOPIC,
+)
+
+PR_SET_PDEATHSIG = 1
+# Always decides something (Rejected), so "the last event's decision is in" means "all are in".
+SENTINEL = b"end-of-test: not JSON"
+
+
+def _die_with_parent() -> None:
+    # A killed pytest must not leave agents behind: the kernel SIGKILLs them too.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def as_message(event: bytes | dict[str, Any]) -> Message:
+    """What a producer would write: contract JSON with CloudEvents headers; garbage as it is."""
+    if isinstance(event, dict):
+        return event_message(event, source="/quotaflow/tests")
+    try:
+        parsed = json.loads(event)
+    except ValueError:
+        return Message(event)  # garbage goes in raw, without an envelope
+    if isinstance(parsed, dict):
+        return event_message(event, source="/quotaflow/tests")
+    return Message(event)
+
+
+async def write_input(log: EventLog, topic: str, events: Iterable[bytes | dict[str, Any]], chunk: int = 2000) -> int:
+    batch: list[Message] = []
+    count = 0
+    for event in events:
+        batch.append(as_message(event))
+        if len(batch) >= chunk:
+            offsets = await log.append(topic, batch)
+            assert offsets == list(range(count, count + len(batch))), "input offsets must be dense from 0"
+            count += len(batch)
+            batch = []
+    if batch:
+        offsets = await log.append(topic, batch)
+        assert offsets == list(range(count, count + len(batch)))
+        count += len(batch)
+    return count
+
+
+def write_jsonl(path: Path, events: Iterable[bytes | dict[str, Any]]) -> int:
+    count = 0
+    with path.open("wb") as f:
+        for event in events:
+            raw = event if isinstance(event, bytes) else json.dumps(event).encode()
+            assert b"\n" not in raw and raw.strip(), raw
+            f.write(raw + b"\n")
+            count += 1
+    return count
+
+
+def replay(events_file: Path) -> list[bytes]:
+    """`quotaflow replay EVENTS_FILE`, as a user runs it: one decision per output line."""
+    result = subprocess.run(
+        [sys.executable, "-m", "streams.cli", "replay", str(events_file)],
+        capture_output=True,
+        check=False,
+        timeout=300,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    return result.stdout.splitlines()
+
+
+def causes(values: list[bytes]) -> list[tuple[int, int]]:
+    return [(d["cause"]["offset"], d["cause"]["index"]) for d in map(json.loads, values)]
+
+
+def assert_exactly_once(actual: list[bytes], expected: list[bytes]) -> None:
+    """No duplicate and no gap in `cause`, and the same decisions as replay, in order."""
+    got = causes(actual)
+    duplicates = len(got) - len(set(got))
+    assert duplicates == 0, f"{duplicates} duplicate causes in the decision log"
+    for (o1, i1), (o2, i2) in zip(got, got[1:], strict=False):
+        assert (o2, i2) > (o1, i1), f"cause order broken: {(o1, i1)} then {(o2, i2)}"
+        assert (o2 == o1 and i2 == i1 + 1) or (o2 > o1 and i2 == 0), f"gap in causes: {(o1, i1)} then {(o2, i2)}"
+    assert len(actual) == len(expected), f"{len(actual)} decisions in the log, replay gives {len(expected)}"
+    for n, (a, e) in enumerate(zip(actual, expected, strict=True)):
+        assert a == e, f"decision {n} differs:\n log:    {a!r}\n replay: {e!r}"
+
+
+async def last_cause_offset(log: EventLog, topic: str) -> int:
+    last = await log.read_last(topic, 1)
+    return cause_of(last[0]).offset if last else -1
+
+
+async def wait_for_cause(log: EventLog, topic: str, offset: int, timeout: float, agents: list[AgentProcess] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        current = await last_cause_offset(log, topic)
+        if current >= offset:
+            return
+        if time.monotonic() > deadline:
+            tails = "\n".join(a.tail() for a in agents or [])
+            raise AssertionError(f"decisions reached input offset {current}, not {offset}, in {timeout} s\n{tails}")
+        await asyncio.sleep(0.1)
+
+
+def agent_env(topics: Topics, **extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        ENV_INPUT_TOPIC: topics.input,
+        ENV_DECISIONS_TOPIC: topics.decisions,
+        ENV_SNAPSHOTS_TOPIC: topics.snapshots,
+        "PYTHONHASHSEED": "random",
+    }
+    env.update(extra)
+    return env
+
+
+@dataclass
+class AgentProcess:
+    """`quotaflow agent` as a subprocess, restartable; every run appends to one log file."""
+
+    broker_url: str
+    topics: Topics
+    log_path: Path
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+    kills: int = 0
+
+    def start(self) -> None:
+        assert self.proc is None or self.proc.poll() is not None
+        with self.log_path.open("ab") as log:
+            log.write(f"--- start {self.starts}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "streams.cli", "agent", "--broker", self.broker_url, "--http-port", "0", *self.args],
+                env=agent_env(self.topics, **self.env),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        self.starts += 1
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no graceful anything."""
+        assert self.proc is not None
+        with_suppress(lambda: os.killpg(self.proc.pid, signal.SIGKILL))  # type: ignore[union-attr]
+        self.proc.wait(10)
+        self.kills += 1
+
+    def stop(self, grace: float = 20.0) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            with_suppress(lambda: os.killpg(self.proc.pid, signal.SIGTERM))  # type: ignore[union-attr]
+            try:
+                return self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                with_suppress(lambda: os.killpg(self.proc.pid, signal.SIGKILL))  # type: ignore[union-attr]
+                self.proc.wait(5)
+        return self.proc.returncode
+
+    def lines(self) -> list[dict[str, Any]]:
+        out = []
+        for raw in self.log_path.read_bytes().splitlines():
+            if raw.startswith(b"{"):
+                try:
+                    out.append(json.loads(raw))
+                except ValueError:
+                    pass
+        return out
+
+    def tail(self, n: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        interesting = [line for line in text if '"decision"' not in line and '"input event"' not in line]
+        return f"== {self.log_path.name} ==\n" + "\n".join(interesting[-n:])
+
+
+def with_suppress(fn: Any) -> None:
+    try:
+        fn()
+    except (ProcessLookupError, PermissionError):
+        pass

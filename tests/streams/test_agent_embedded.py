@@ -1,0 +1,257 @@
+"""The agent on the embedded SQLite log: conformance scenarios, crashes, a standby, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from agent_harness import (
+    SENTINEL,
+    AgentProcess,
+    assert_exactly_once,
+    replay,
+    wait_for_cause,
+    write_input,
+    write_jsonl,
+)
+
+from domain.decisions import encode
+from domain.engine import Engine, Unparseable
+from streams.agent import Agent, AgentConfig
+from streams.event_files import read_events
+from streams.generate import generated_events
+from streams.log import Topics
+from streams.sqlite_log import SqliteLog
+
+pytestmark = pytest.mark.timeout(120, func_only=True)
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "conformance" / "scenarios"
+
+
+def scenario_files() -> list[Path]:
+    return sorted(p for p in SCENARIOS.rglob("*.yaml") if not p.name.endswith(".expected.yaml"))
+
+
+async def test_every_conformance_scenario_through_the_agent_equals_replay(tmp_path: Path) -> None:
+    files = scenario_files()
+    assert files
+    log = SqliteLog(tmp_path / "conformance.db")
+    await log.start()
+    ran = 0
+    try:
+        for n, path in enumerate(files):
+            events = list(read_events(path))
+            if any(isinstance(e, Unparseable) for e in events):
+                continue  # a broken YAML document has no counterpart in a log of JSON records
+            ran += 1
+            engine = Engine()
+            expected = [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
+            topics = Topics(f"s{n}.events", f"s{n}.decisions", f"s{n}.snapshots")
+            await write_input(log, topics.input, events)
+            agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=3))
+            task = asyncio.create_task(agent.run())
+            await agent.wait_processed(len(events) - 1, timeout=30)
+            agent.stop()
+            await task
+            actual = [r.value for r in await log.read_all(topics.decisions)]
+            assert actual == expected, f"{path.name}: the agent's decisions differ from replay"
+    finally:
+        await log.close()
+    assert ran >= len(files) * 0.9
+
+
+async def test_restart_resumes_after_events_that_decide_nothing(tmp_path: Path) -> None:
+    """The last input events decide nothing: a restart must neither redo nor skip anything."""
+    db = tmp_path / "quiet.db"
+    topics = Topics("in", "out", "snap")
+    events = list(generated_events(300, seed=5))
+    quiet = {"type": "ConfigApplied", "object": {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "idle"}}}
+    all_events: list[bytes | dict[str, object]] = [*events, quiet, quiet, quiet]
+    engine = Engine()
+    expected = [encode(d) for offset, e in enumerate(all_events) for d in engine.apply(e, offset)]
+
+    for snapshot_every in (1_000_000, 1):  # without snapshots, then with one after every batch
+        log = SqliteLog(db)
+        await log.start()
+        await log.ensure_topics(topics.specs())
+        if await log.end_offset(topics.input) == 0:
+            await write_input(log, topics.input, all_events)
+        for _ in range(3):
+            agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=snapshot_every))
+            task = asyncio.create_task(agent.run())
+            await agent.wait_processed(len(all_events) - 1, timeout=30)
+            agent.stop()
+            await task
+            actual = [r.value for r in await log.read_all(topics.decisions)]
+            assert actual == expected
+        await log.close()
+
+
+async def test_embedded_crash_test(tmp_path: Path) -> None:
+    """20,000 events; the agent process is SIGKILLed at 6 random points and restarted.
+
+    Small transactions (500 events) and a snapshot every 3,000 events put the kills at every
+    kind of point: mid-transaction, right after a commit, between snapshots."""
+    n = 20_000
+    events = [*generated_events(n - 1, seed=11), SENTINEL]
+    events_file = tmp_path / "events.jsonl"
+    write_jsonl(events_file, events)
+    db = tmp_path / "crash.db"
+    url = f"sqlite:///{db}"
+    topics = Topics("quotaflow.events", "quotaflow.decisions", "quotaflow.snapshots")
+    log = SqliteLog(db)
+    await log.start()
+    await log.ensure_topics(topics.specs())
+    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
+    await write_input(log, topics.input, events)
+
+    agent = AgentProcess(url, topics, tmp_path / "agent.log", args=["--snapshot-every", "3000", "--max-batch", "500"])
+    rng = random.Random(7)
+    kill_points = sorted(rng.randrange(k * 3000 + 300, k * 3000 + 2700) for k in range(6))
+    try:
+        agent.start()
+        for point in kill_points:
+            await wait_for_cause(log, topics.decisions, point, timeout=60, agents=[agent])
+            agent.kill()
+            agent.start()
+        await wait_for_cause(log, topics.decisions, n - 1, timeout=90, agents=[agent])
+    finally:
+        code = agent.stop()
+    assert code == 0, agent.tail()
+    actual = [r.value or b"" for r in await log.read_all(topics.decisions)]
+    await log.close()
+    expected = await expected_task
+    assert agent.kills == 6
+    assert_exactly_once(actual, expected)
+    assert any(b'"reason":"MalformedEvent"' in v for v in actual), "garbage input must give Rejected decisions"
+    recoveries = [line for line in agent.lines() if line.get("event") == "recovered"]
+    assert len(recoveries) == 7
+    assert all(r["snapshot_offset"] is not None for r in recoveries if r["processed"] >= 3500), recoveries
+    assert max(r["replay_events"] for r in recoveries) <= 3000 + 500, "restarts must not replay the whole log"
+    assert any(r["replay_events"] > 0 for r in recoveries), "some restart should have folded events after a snapshot"
+
+
+async def test_embedded_second_agent_is_standby_until_the_first_dies(tmp_path: Path) -> None:
+    n = 6_000
+    events = [*generated_events(n - 1, seed=3), SENTINEL]
+    events_file = tmp_path / "events.jsonl"
+    write_jsonl(events_file, events)
+    db = tmp_path / "pair.db"
+    topics = Topics("quotaflow.events", "quotaflow.decisions", "quotaflow.snapshots")
+    log = SqliteLog(db)
+    await log.start()
+    await log.ensure_topics(topics.specs())
+    first = AgentProcess(f"sqlite:///{db}", topics, tmp_path / "first.log")
+    second = AgentProcess(f"sqlite:///{db}", topics, tmp_path / "second.log")
+    try:
+        first.start()
+        await asyncio.sleep(0.2)
+        second.start()
+        for _ in range(100):
+            if any(line.get("event") == "active" for line in first.lines() + second.lines()):
+                break
+            await asyncio.sleep(0.1)
+        await write_input(log, topics.input, events[: n // 2])
+        await wait_for_cause(log, topics.decisions, n // 2 - 50, timeout=30, agents=[first, second])
+        active = [a for a in (first, second) if any(line.get("event") == "active" for line in a.lines())]
+        assert len(active) == 1, "exactly one agent may be active"
+        (writer,) = active
+        standby = second if writer is first else first
+        assert not any(line.get("event") == "decision" for line in standby.lines())
+        writer.kill()
+        await write_input_rest(log, topics.input, events, n // 2)
+        await wait_for_cause(log, topics.decisions, n - 1, timeout=30, agents=[standby])
+        assert any(line.get("event") == "active" for line in standby.lines())
+    finally:
+        first.stop()
+        second.stop()
+    actual = [r.value or b"" for r in await log.read_all(topics.decisions)]
+    await log.close()
+    assert_exactly_once(actual, replay(events_file))
+
+
+async def write_input_rest(log: SqliteLog, topic: str, events: list[bytes], start: int) -> None:
+    from agent_harness import as_message
+
+    offsets = await log.append(topic, [as_message(e) for e in events[start:]])
+    assert offsets[0] == start
+
+
+def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "streams.cli", *args], input=stdin, capture_output=True, timeout=timeout, check=False
+    )
+
+
+async def test_cli_commands_on_the_embedded_log(tmp_path: Path) -> None:
+    from streams.demo import STEPS
+
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    import yaml
+
+    objects = [e["object"] for _, _, evs in STEPS for e in evs if e["type"] == "ConfigApplied"]
+    workloads = [e["workload"] for _, _, evs in STEPS for e in evs if e["type"] == "WorkloadSubmitted"]
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump_all(objects))
+    (tmp_path / "workloads.yaml").write_text(yaml.safe_dump_all(workloads))
+
+    applied = run_cli("apply", "-f", str(tmp_path / "config.yaml"), "--broker", url)
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.decode().splitlines()[:2] == [
+        "resourceflavor/default-flavor applied (offset 0)",
+        "clusterqueue/team-a-cq applied (offset 1)",
+    ]
+    submitted = run_cli("submit", "-f", "-", "--broker", url, stdin=(tmp_path / "workloads.yaml").read_bytes())
+    assert submitted.returncode == 0, submitted.stderr
+    assert "workload/team-a/big submitted" in submitted.stdout.decode()
+    assert run_cli("finish", "research/job-1", "--broker", url).returncode == 0
+    deleted = run_cli("delete", "workload", "big", "-n", "team-a", "--broker", url)
+    assert deleted.stdout.decode().strip().startswith("workload/team-a/big deleted")
+    assert run_cli("delete", "clusterqueue", "team-d-cq", "--broker", url).returncode == 0
+    bad = run_cli("submit", "-f", str(tmp_path / "config.yaml"), "--broker", url)
+    assert bad.returncode == 2 and b"is not a Workload" in bad.stderr
+
+    agent = AgentProcess(url, Topics("quotaflow.events", "quotaflow.decisions", "quotaflow.snapshots"), tmp_path / "agent.log")
+    agent.start()
+    try:
+        log = SqliteLog(tmp_path / "cli.db")
+        await log.start()
+        end = await log.end_offset("quotaflow.events")
+        await wait_for_cause(log, "quotaflow.decisions", end - 2, timeout=30, agents=[agent])  # the last decides nothing
+        await log.close()
+    finally:
+        assert agent.stop() == 0
+
+    watched = run_cli("watch", "--json", "--no-follow", "--broker", url)
+    assert watched.returncode == 0, watched.stderr
+    decisions = [json.loads(line) for line in watched.stdout.splitlines()]
+    events_file = tmp_path / "events.jsonl"
+    log = SqliteLog(tmp_path / "cli.db")
+    await log.start()
+    write_jsonl(events_file, [r.value or b"" for r in await log.read_all("quotaflow.events")])
+    await log.close()
+    assert decisions == [json.loads(line) for line in replay(events_file)]
+    admitted = {d["workload"] for d in decisions if d["type"] == "Admitted"}
+    assert {"team-a/big", "research/job-2", "research/job-3", "team-a/too-many"} <= admitted
+
+    human = run_cli("watch", "--no-follow", "--broker", url)
+    assert human.returncode == 0
+    assert "Admitted" in human.stdout.decode() and "research/job-3" in human.stdout.decode()
+
+
+def test_demo_runs_out_of_the_box(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "streams.cli", "demo"], cwd=tmp_path, capture_output=True, timeout=60, check=False
+    )
+    out = result.stdout.decode()
+    assert result.returncode == 0, result.stderr.decode() + out
+    assert "Quota usage per ClusterQueue and flavor" in out
+    for line in ("team-a/big", "team-a/too-many", "team-c/eleventh-cpu", "research/job-3"):
+        assert line in out
+    # job-3 waits behind job-2 (StrictFIFO) and is admitted once job-1 finishes
+    assert "Queued" in out
+    assert list(tmp_path.iterdir()) == [], "the demo must clean up after itself"

@@ -1,0 +1,270 @@
+"""The agent on a real Kafka broker: the seed scenario, garbage input, SIGKILLs, a broker
+restart, and an active/standby pair. No mocks: every test talks to a real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from agent_harness import (
+    SENTINEL,
+    AgentProcess,
+    assert_exactly_once,
+    replay,
+    wait_for_cause,
+    write_input,
+    write_jsonl,
+)
+from aiokafka import AIOKafkaProducer
+from kafka_fixtures import kafka_required
+
+from streams.agent import Agent, AgentConfig
+from streams.client import Client
+from streams.event_files import read_events
+from streams.generate import generated_events
+from streams.kafka_log import ENV_INSTANCE_ID, KafkaLog
+from streams.log import Topics
+from streams.settings import Settings
+
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(150, func_only=True)]
+
+SEED = Path(__file__).resolve().parents[1] / "conformance" / "scenarios" / "seed_borrowing_cohort_lends_idle_quota.yaml"
+
+
+@pytest.fixture
+def topics(kafka_topic_factory: Callable[[str], str]) -> Topics:
+    return Topics(kafka_topic_factory("events"), kafka_topic_factory("decisions"), kafka_topic_factory("snapshots"))
+
+
+@pytest.fixture
+async def kafka_log(kafka_bootstrap: str, topics: Topics) -> AsyncIterator[KafkaLog]:
+    log = KafkaLog(kafka_bootstrap)
+    await log.ensure_topics(topics.specs(), single_partition=[topics.input, topics.decisions])
+    yield log
+    await log.close()
+
+
+def settings_for(bootstrap: str, topics: Topics) -> Settings:
+    return Settings(
+        broker_url=f"kafka://{bootstrap}",
+        kafka_bootstrap=bootstrap,
+        input_topic=topics.input,
+        decisions_topic=topics.decisions,
+        snapshots_topic=topics.snapshots,
+    )
+
+
+async def run_agent_until(log: KafkaLog, topics: Topics, last_offset: int, **config: object) -> Agent:
+    agent = Agent(log, AgentConfig(topics, **config))  # type: ignore[arg-type]
+    task = asyncio.create_task(agent.run())
+    progress = asyncio.ensure_future(agent.wait_processed(last_offset, timeout=60))
+    await asyncio.wait({task, progress}, return_when=asyncio.FIRST_COMPLETED)
+    agent.stop()
+    await task
+    progress.result()
+    return agent
+
+
+async def test_seed_scenario_through_kafka_equals_replay(kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics) -> None:
+    events = list(read_events(SEED))
+    async with Client(settings=settings_for(kafka_bootstrap, topics)) as qf:
+        offsets = await qf.publish_many(events)  # type: ignore[arg-type]
+        assert offsets == list(range(len(events)))
+        await run_agent_until(kafka_log, topics, offsets[-1], snapshot_every_events=2)
+        from_client = [d async for d in qf.decisions(follow=False)]
+    decisions = [r.value for r in await kafka_log.read_all(topics.decisions)]
+    expected = replay(SEED)
+    assert decisions == expected
+    assert [d.workload for d in from_client] == ["team-a/big", "team-a/one-more", "team-a/too-many"]
+    records = await kafka_log.read_all(topics.decisions)
+    assert records[0].header("ce_type") == b"dev.quotaflow.decision.Admitted"
+    assert records[0].header("ce_id") == b"4.0"
+    assert records[0].key == b"team-a/big"
+    inputs = await kafka_log.read_all(topics.input)
+    assert inputs[1].key == b"ClusterQueue/team-a-cq"
+    assert inputs[1].header("ce_specversion") == b"1.0"
+    assert inputs[1].header("ce_type") == b"dev.quotaflow.event.ConfigApplied"
+
+
+async def test_garbage_and_invalid_json_are_rejected_and_the_agent_goes_on(
+    kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics
+) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+    await producer.start()
+    try:
+        for value in (b"\x00\xff\xfe\x80 binary", b'{"type": "WorkloadSubmitted", "workload": {', b"[]", None, b""):
+            # a null value (a tombstone) needs a key
+            await producer.send_and_wait(topics.input, key=b"k" if value is None else None, value=value, partition=0)
+    finally:
+        await producer.stop()
+    async with Client(settings=settings_for(kafka_bootstrap, topics)) as qf:
+        await qf.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
+        last = await qf.finish("ns", "never-submitted")
+    await run_agent_until(kafka_log, topics, last)
+    decisions = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
+    causes = [d.split(b'"cause":')[1].split(b"}")[0] for d in decisions]
+    assert all(b'"type":"Rejected"' in d for d in decisions)
+    assert sum(b'"reason":"MalformedEvent"' in d for d in decisions) == 5
+    assert causes[:5] == [b'{"offset":%d,"index":0' % i for i in range(5)]
+    assert b'"offset":6' in causes[-1], "the valid event after the garbage was processed"
+
+
+def _kill_points(rng: random.Random, count: int, span: int) -> list[int]:
+    width = span // count
+    return sorted(rng.randrange(k * width + width // 10, (k + 1) * width - width // 10) for k in range(count))
+
+
+async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, tmp_path: Path) -> None:
+    """20,000 events; the agent process is SIGKILLed at 6 random points and restarted; the
+    decision log read read_committed has no duplicate and no gap and equals replay."""
+    n = 20_000
+    events = [*generated_events(n - 1, seed=21), SENTINEL]
+    events_file = tmp_path / "events.jsonl"
+    write_jsonl(events_file, events)
+    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
+    await write_input(kafka_log, topics.input, events)
+    agent = AgentProcess(
+        f"kafka://{kafka_bootstrap}",
+        topics,
+        tmp_path / "agent.log",
+        args=["--snapshot-every", "3000", "--max-batch", "500"],
+        env={ENV_INSTANCE_ID: f"crash-{uuid.uuid4().hex[:6]}"},  # static membership: restarts rejoin at once
+    )
+    kill_points = _kill_points(random.Random(5), 6, n)
+    try:
+        agent.start()
+        for point in kill_points:
+            await wait_for_cause(kafka_log, topics.decisions, point, timeout=60, agents=[agent])
+            agent.kill()
+            agent.start()
+        await wait_for_cause(kafka_log, topics.decisions, n - 1, timeout=90, agents=[agent])
+    finally:
+        code = agent.stop()
+    assert code == 0, agent.tail()
+    actual = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
+    assert agent.kills == 6
+    assert_exactly_once(actual, await expected_task)
+    assert any(b'"reason":"MalformedEvent"' in v for v in actual)
+    lines = agent.lines()
+    recoveries = [line for line in lines if line.get("event") == "recovered"]
+    assert len(recoveries) == 7, agent.tail()
+    assert all(r["snapshot_offset"] is not None for r in recoveries if r["processed"] >= 3500), recoveries
+    assert max(r["replay_events"] for r in recoveries) <= 3500, "a restart must not fold the whole log"
+    decision_line = next(line for line in lines if line.get("event") == "decision")
+    assert {"cause_offset", "cause_index", "offset", "type"} <= set(decision_line)
+
+
+@pytest.fixture
+def own_broker() -> Iterator[object]:
+    """A broker of this test's own, which it may stop and restart."""
+    from streams import local_broker
+
+    if not (shutil.which("java") and shutil.which("mvn")):
+        if kafka_required():
+            pytest.fail("QUOTAFLOW_REQUIRE_KAFKA=1 but java/mvn are missing for the broker-restart test")
+        pytest.skip("the broker-restart test needs java and mvn for a broker of its own")
+    broker = local_broker.start_broker(owner_pid=__import__("os").getpid())
+    state = {"broker": broker}
+    yield state
+    local_broker.stop_broker(state["broker"])
+
+
+async def test_kafka_broker_stopped_and_restarted_mid_run(own_broker: dict[str, object], tmp_path: Path) -> None:
+    from broker_control import restart, stop_keeping_data
+
+    broker = own_broker["broker"]
+    bootstrap = broker.bootstrap  # type: ignore[attr-defined]
+    topics = Topics("restart.events", "restart.decisions", "restart.snapshots")
+    n = 12_000
+    events = [*generated_events(n - 1, seed=33), SENTINEL]
+    events_file = tmp_path / "events.jsonl"
+    write_jsonl(events_file, events)
+    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
+    log = KafkaLog(bootstrap)
+    await log.ensure_topics(topics.specs(), single_partition=[topics.input, topics.decisions])
+    await write_input(log, topics.input, events)
+    await log.close()
+    agent = AgentProcess(
+        f"kafka://{bootstrap}", topics, tmp_path / "agent.log", args=["--snapshot-every", "2500", "--max-batch", "300"]
+    )
+    restarts = 0
+    try:
+        agent.start()
+        log = KafkaLog(bootstrap)
+        await wait_for_cause(log, topics.decisions, n // 3, timeout=60, agents=[agent])
+        await log.close()
+        await asyncio.to_thread(stop_keeping_data, broker)  # type: ignore[arg-type]
+        await asyncio.sleep(2.0)
+        broker = await asyncio.to_thread(restart, broker)  # type: ignore[arg-type]
+        own_broker["broker"] = broker
+        log = KafkaLog(bootstrap)
+        deadline = asyncio.get_running_loop().time() + 120
+        while True:
+            # A supervisor's job (Kubernetes restarts a failed pod): restart the agent if it exited.
+            if not agent.alive:
+                restarts += 1
+                agent.start()
+            try:
+                await wait_for_cause(log, topics.decisions, n - 1, timeout=2, agents=[agent])
+                break
+            except AssertionError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+    finally:
+        code = agent.stop()
+    actual = [r.value or b"" for r in await log.read_all(topics.decisions)]
+    await log.close()
+    assert code == 0, agent.tail()
+    assert_exactly_once(actual, await expected_task)
+    assert restarts == 0, f"the agent exited {restarts} time(s) while the broker was away:\n{agent.tail()}"
+
+
+async def test_kafka_two_agents_only_one_writes_and_the_standby_takes_over(
+    kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, tmp_path: Path
+) -> None:
+    n = 10_000
+    events = [*generated_events(n - 1, seed=44), SENTINEL]
+    events_file = tmp_path / "events.jsonl"
+    write_jsonl(events_file, events)
+    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
+    url = f"kafka://{kafka_bootstrap}"
+    args = ["--snapshot-every", "2000", "--max-batch", "500"]
+    first = AgentProcess(url, topics, tmp_path / "first.log", args=args, env={ENV_INSTANCE_ID: "pod-a"})
+    second = AgentProcess(url, topics, tmp_path / "second.log", args=args, env={ENV_INSTANCE_ID: "pod-b"})
+    half = n // 2
+
+    def active(a: AgentProcess) -> bool:
+        return any(line.get("event") == "active" for line in a.lines())
+
+    try:
+        first.start()
+        second.start()  # at once
+        await write_input(kafka_log, topics.input, events[:half])
+        await wait_for_cause(kafka_log, topics.decisions, half - 100, timeout=60, agents=[first, second])
+        await asyncio.sleep(1.0)
+        writers = [a for a in (first, second) if active(a)]
+        assert len(writers) == 1, "exactly one of two agents may become active"
+        (writer,) = writers
+        standby = second if writer is first else first
+        assert standby.alive and not any(line.get("event") == "decision" for line in standby.lines())
+        writer.kill()
+        await write_input_from(kafka_log, topics.input, events, half)
+        await wait_for_cause(kafka_log, topics.decisions, n - 1, timeout=60, agents=[standby])
+        assert active(standby)
+    finally:
+        first.stop()
+        second.stop()
+    actual = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
+    assert_exactly_once(actual, await expected_task)
+
+
+async def write_input_from(log: KafkaLog, topic: str, events: list[bytes], start: int) -> None:
+    from agent_harness import as_message
+
+    offsets = await log.append(topic, [as_message(e) for e in events[start:]])
+    assert offsets[0] == start
