@@ -1,0 +1,991 @@
+"""The projection: a fold over the input log and the decision log, merged by cause offset.
+
+`Projection.apply(offset, value, decisions, timestamp_ms)` folds input event `offset` together
+with the decisions it caused (the decision log's records whose `cause.offset` is `offset`, in
+index order). Everything the views show is kept here, incrementally, and nothing re-runs the
+scheduler:
+
+- **configuration** comes from the input log: `ConfigApplied` / `ConfigDeleted`, parsed with
+  the engine's own parsers (`domain.objects.parse_object`), so quotas, LocalQueue -> ClusterQueue,
+  cohorts and priority classes mean exactly what they mean to the engine;
+- **workloads** are born from `WorkloadSubmitted` (parsed with `domain.workload.parse_workload`)
+  and changed by `WorkloadUpdated` and `AdmissionCheckStateChanged` (Retry requeues by eviction
+  time, Rejected deactivates), as the engine changes them;
+- **who holds quota** comes from the decisions only: `Admitted` / `QuotaReserved` -> holds its
+  `resourceUsage` in `clusterQueue`; `Preempted` / `Evicted` -> no longer admitted, still holding;
+  `QuotaReleased`, `Finished`, `Deleted` -> releases. `Pending` carries the reason.
+
+Whether an input event was applied at all is also read from the decisions: an invalid event gets
+a `Rejected` decision and changes nothing, and every rejection names its event by `cause`. Inside
+a `Batch` one `Rejected` names only the Batch, so for inner events the fold checks what the engine
+checks before it changes anything (parsing, unknown or duplicate workloads, immutable fields,
+missing priority classes, cohort cycles); the one engine check it does not repeat (YuniKorn's
+child-max rule) is taken from the `Rejected` decision naming the object.
+
+Pending order is the engine's, and Kueue's: higher priority first, then earlier queue time
+(`creationTimestamp`, else the event `time`, else the latest event time in the log; an admission
+check `Retry` moves it to the eviction time), then log position, then `namespace/name`. A pending
+workload waits in its ClusterQueue's queue when it is active, its LocalQueue exists and is not
+stopped, and the ClusterQueue exists and is not being deleted -- exactly when the engine queues it
+there. Positions are indexes in sorted lists, O(log n) per change.
+
+Time for metrics: the logs carry no wall clock except event `time` fields and record timestamps.
+An event's time is its `time` (inner events of a Batch inherit the Batch's), else the input
+record's timestamp (when the producer appended it). A workload waits from its creation
+(`creationTimestamp`, else its submission event's time) or from its requeue (the event that
+released its quota) until the event that admitted it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from sortedcontainers import SortedList
+
+from domain import reasons
+from domain.decisions import (
+    Admitted,
+    AnyDecision,
+    Decision,
+    Deleted,
+    Evicted,
+    Finished,
+    Pending,
+    Preempted,
+    QuotaReleased,
+    QuotaReserved,
+    Rejected,
+)
+from domain.fields import InvalidInput
+from domain.objects import (
+    STOP_NONE,
+    AdmissionCheckSpec,
+    ClusterQueueSpec,
+    CohortSpec,
+    Configuration,
+    LocalQueueSpec,
+    NamespaceSpec,
+    ResourceFlavor,
+    ResourceQuota,
+    WorkloadPriorityClass,
+    parse_object,
+)
+from domain.quantity import QuantityError, amount
+from domain.timestamps import TimestampError, parse_time
+from domain.workload import WorkloadSpec, parse_workload
+
+FR = tuple[str, str]  # (flavor, resource)
+LQKey = tuple[str, str]  # (namespace, name)
+OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
+
+BATCH_SLOTS = 1 << 16  # as domain.engine: an inner event's log position is offset * 2^16 + i
+
+# Kueue's histogram buckets for wait times: generateExponentialBuckets(16) = 1, 2.5 * 2^i.
+WAIT_BUCKETS: tuple[float, ...] = (1.0, *(2.5 * 2**i for i in range(15)))
+
+_json = msgspec.json.Decoder()
+
+
+class _Reject(Exception):
+    """The engine would reject this (inner) event: it changes nothing."""
+
+
+@dataclass(slots=True)
+class WorkloadView:
+    key: str
+    spec: WorkloadSpec
+    seq: int  # position in the input log (offset * 2^16 + index within a Batch)
+    queue_time: int  # µs; the engine's queue-order time
+    priority: int
+    created_us: int  # creationTimestamp, else the submission event's time (for display)
+    waiting_since_us: int  # created or requeued (for the admission wait time metric)
+    active: bool
+    cluster_queue: str | None = None  # the ClusterQueue it holds quota in
+    usage: dict[FR, int] | None = None
+    admitted: bool = False  # latest Admitted not followed by Preempted/Evicted/...
+    evicted: bool = False  # preempted or evicted, still holding quota until QuotaReleased
+    reserved_once: bool = False  # has held quota since it was last queued (metrics)
+    reason: str | None = None  # latest Pending reason since it was last queued
+    message: str | None = None
+    queued_in: str | None = None  # the ClusterQueue whose pending queue holds it
+
+    @property
+    def order_key(self) -> OrderKey:
+        return (-self.priority, self.queue_time, self.seq, self.key)
+
+    @property
+    def lq(self) -> LQKey:
+        return (self.spec.namespace, self.spec.queue_name)
+
+    @property
+    def holding(self) -> bool:
+        return self.cluster_queue is not None
+
+
+@dataclass(slots=True)
+class ClusterQueueView:
+    name: str
+    spec: ClusterQueueSpec
+    raw: Mapping[str, Any]
+    quotas: dict[FR, ResourceQuota]
+    terminating: bool = False
+    reservation: dict[FR, int] = field(default_factory=dict)  # every workload holding quota
+    usage: dict[FR, int] = field(default_factory=dict)  # admitted workloads only
+    holders: dict[str, None] = field(default_factory=dict)
+    admitted: int = 0
+    pending: Any = field(default_factory=SortedList)  # OrderKeys of the workloads queued here
+
+
+@dataclass(slots=True)
+class Histogram:
+    buckets: list[int] = field(default_factory=lambda: [0] * len(WAIT_BUCKETS))
+    count: int = 0
+    sum: float = 0.0
+
+    def observe(self, value: float) -> None:
+        i = bisect.bisect_left(WAIT_BUCKETS, value)
+        if i < len(self.buckets):
+            self.buckets[i] += 1
+        self.count += 1
+        self.sum += value
+
+
+@dataclass(slots=True)
+class Counters:
+    """Kueue's counters and histograms, folded from the decisions (see projections/metrics.py)."""
+
+    admitted: dict[tuple[str, str], int] = field(default_factory=dict)  # (cq, priority class)
+    quota_reserved: dict[tuple[str, str], int] = field(default_factory=dict)
+    finished: dict[tuple[str, str], int] = field(default_factory=dict)
+    evicted: dict[tuple[str, str, str, str], int] = field(default_factory=dict)  # cq, reason, cause, pc
+    preempted: dict[tuple[str, str], int] = field(default_factory=dict)  # preempting cq, reason
+    lq_admitted: dict[tuple[str, str, str], int] = field(default_factory=dict)  # name, ns, pc
+    lq_quota_reserved: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    lq_finished: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    lq_evicted: dict[tuple[str, str, str, str, str], int] = field(default_factory=dict)
+    admission_wait: dict[tuple[str, str], Histogram] = field(default_factory=dict)
+    quota_reserved_wait: dict[tuple[str, str], Histogram] = field(default_factory=dict)
+    lq_admission_wait: dict[tuple[str, str, str], Histogram] = field(default_factory=dict)
+    rejected: dict[str, int] = field(default_factory=dict)  # by reason
+    decisions: dict[str, int] = field(default_factory=dict)  # by type
+
+
+def _inc(counter: dict[Any, int], key: Any) -> None:
+    counter[key] = counter.get(key, 0) + 1
+
+
+def _observe(hists: dict[Any, Histogram], key: Any, value: float) -> None:
+    h = hists.get(key)
+    if h is None:
+        h = hists[key] = Histogram()
+    h.observe(value)
+
+
+def _add(into: dict[FR, int], usage: Mapping[FR, int], sign: int) -> None:
+    for fr, value in usage.items():
+        new = into.get(fr, 0) + sign * value
+        if new:
+            into[fr] = new
+        else:
+            into.pop(fr, None)
+
+
+_AMOUNTS: dict[tuple[str, str], int] = {}
+
+
+def _amount(resource: str, quantity: str) -> int:
+    """`domain.quantity.amount`, memoized: the same few quantities come back all the time."""
+    key = (resource, quantity)
+    value = _AMOUNTS.get(key)
+    if value is None:
+        try:
+            value = amount(resource, quantity)
+        except QuantityError:
+            value = 0
+        if len(_AMOUNTS) > 65536:
+            _AMOUNTS.clear()
+        _AMOUNTS[key] = value
+    return value
+
+
+def assignment_usage(decision: Admitted | QuotaReserved) -> dict[FR, int]:
+    """(flavor, resource) -> amount held, from an Admitted/QuotaReserved decision."""
+    usage: dict[FR, int] = {}
+    for ps in decision.podSetAssignments:
+        flavors = ps.flavors
+        for res, qty in ps.resourceUsage.items():
+            fr = (flavors.get(res, ""), res)
+            usage[fr] = usage.get(fr, 0) + _amount(res, qty)
+    return usage
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    """One record of the decision log: where it is, the decision, and its bytes as recorded."""
+
+    offset: int  # in the decision log
+    decision: AnyDecision | None  # None: a decision type this version cannot decode
+    cause_offset: int
+    cause_index: int
+    value: bytes
+
+
+class Projection:
+    """The fold. Feed it `apply(...)` in input offset order; read the views from `projections.views`."""
+
+    def __init__(self, *, history: bool = True, focus: str | None = None) -> None:
+        # configuration, from the input log
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.cluster_queues: dict[str, ClusterQueueView] = {}
+        self.cohorts: dict[str, CohortSpec] = {}  # explicit Cohort objects
+        self.cohort_raw: dict[str, Mapping[str, Any]] = {}
+        self.local_queues: dict[LQKey, LocalQueueSpec] = {}
+        self.priority_classes: dict[str, int] = {}
+        self.admission_checks: dict[str, AdmissionCheckSpec] = {}
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.configuration = Configuration()
+        # workloads
+        self.workloads: dict[str, WorkloadView] = {}
+        self.finished: dict[str, None] = {}
+        self.by_lq: dict[LQKey, dict[str, None]] = {}
+        self.by_priority_class: dict[str, dict[str, None]] = {}
+        # LocalQueue -> OrderKeys of its workloads queued in its ClusterQueue (kept apart from the
+        # LocalQueue object, which may be deleted and applied again)
+        self.lq_pending: dict[LQKey, Any] = {}
+        # the engine's envelope bookkeeping, mirrored
+        self.seen_ids: set[str] = set()
+        self.clock = 0  # latest event `time` (µs), as the engine keeps it
+        self.event_time_us = 0  # the time of the latest event (its `time`, else its record's)
+        # progress
+        self.position = -1  # last folded input offset
+        self.next_decision_offset = 0  # decision log offset after the last folded decision
+        self.events = 0
+        self.decisions = 0
+        self.counters = Counters()
+        self.anomalies: list[str] = []  # decisions that do not fit the fold (should stay empty)
+        # history: workload -> [decision log offset, cause offset, ...]
+        self.track_history = history
+        self.history: dict[str, array[int]] = {}
+        # one workload's history with the records themselves (CLI history/explain)
+        self.focus = focus
+        self.focus_records: list[tuple[DecisionRecord, bytes | None, int]] = []
+        # per-event context
+        self._event_time: int | None = None
+        self._rejections: list[Rejected] = []
+        self._evictions: dict[str, int] = {}
+        self._timestamp_ms = 0
+
+    # ------------------------------------------------------------------------------------------
+    # the fold
+    # ------------------------------------------------------------------------------------------
+    def apply(
+        self,
+        offset: int,
+        value: bytes | None,
+        decisions: Iterable[DecisionRecord] = (),
+        timestamp_ms: int = 0,
+    ) -> None:
+        """Fold input event `offset` and then the decisions it caused."""
+        if not isinstance(decisions, list):
+            decisions = list(decisions)
+        self.position = offset
+        self.events += 1
+        record_time = timestamp_ms * 1000
+        self.event_time_us = record_time
+        rejections: list[Rejected] = []
+        evictions: dict[str, int] = {}
+        for d in decisions:
+            dec = d.decision
+            kind = type(dec)
+            if kind is Rejected:
+                rejections.append(dec)  # type: ignore[arg-type]
+            elif kind is Evicted and dec.reason == reasons.ADMISSION_CHECK and dec.workload:  # type: ignore[union-attr]
+                evictions[dec.workload] = evictions.get(dec.workload, 0) + 1  # type: ignore[union-attr]
+        self._rejections = rejections
+        self._evictions = evictions
+        raw: Any = None
+        if value:
+            try:
+                raw = _json.decode(value)
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                raw = None
+        if isinstance(raw, Mapping):
+            try:
+                self._dispatch(raw, offset * BATCH_SLOTS, record_time, top_level=True)
+            except _Reject:
+                pass
+            # Decisions are caused by the top-level event (a whole Batch): they happen at its time.
+            time = raw.get("time")
+            if isinstance(time, str):
+                try:
+                    self.event_time_us = parse_time(time)
+                except TimestampError:
+                    self.event_time_us = record_time
+            else:
+                self.event_time_us = record_time
+        if decisions:
+            self._timestamp_ms = timestamp_ms
+            decide = self._decide
+            for d in decisions:
+                decide(d, value)
+            self.next_decision_offset = decisions[-1].offset + 1
+
+    def _dispatch(self, raw: Mapping[str, Any], seq: int, record_time: int, top_level: bool) -> None:
+        etype = raw.get("type")
+        event_id = raw.get("id")
+        if event_id is not None:
+            if not isinstance(event_id, str):
+                raise _Reject
+            if event_id in self.seen_ids:
+                return  # a producer's retry
+        time = raw.get("time")
+        if time is not None:
+            try:
+                self._event_time = parse_time(time)
+            except TimestampError:
+                raise _Reject from None
+            if self._event_time > self.clock:
+                self.clock = self._event_time
+        elif top_level:
+            self._event_time = None
+        self.event_time_us = self._event_time if self._event_time is not None else record_time
+        if etype == "Batch":
+            if not top_level:
+                raise _Reject
+            events = raw.get("events")
+            if events is None:
+                events = []
+            if not isinstance(events, (list, tuple)):
+                raise _Reject
+            if event_id is not None:
+                self.seen_ids.add(event_id)
+            batch_time = self._event_time
+            for i, inner in enumerate(events):
+                self._event_time = batch_time
+                if not isinstance(inner, Mapping):
+                    continue
+                try:
+                    self._dispatch(inner, seq + i, record_time, top_level=False)
+                except _Reject:
+                    pass
+            return
+        handler = _HANDLERS.get(etype) if isinstance(etype, str) else None
+        if handler is None:
+            raise _Reject
+        if top_level and self._rejections:
+            # The engine said so: a Rejected decision for a plain event means it changed nothing.
+            raise _Reject
+        try:
+            handler(self, raw, seq, top_level)
+        except InvalidInput:
+            if top_level:
+                self._anomaly(f"input offset {self.position}: accepted by the engine, invalid to the fold")
+            raise _Reject from None
+        except _Reject:
+            if top_level:
+                self._anomaly(f"input offset {self.position}: accepted by the engine, rejected by the fold")
+            raise
+        if event_id is not None:
+            self.seen_ids.add(event_id)
+
+    def _anomaly(self, text: str) -> None:
+        if len(self.anomalies) < 100:
+            self.anomalies.append(text)
+
+    # -- configuration ---------------------------------------------------------------------------
+    def _config_applied(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
+        raw_object = raw.get("object")
+        obj = parse_object(raw_object)
+        assert isinstance(raw_object, Mapping)
+        if isinstance(obj, ResourceFlavor):
+            self.flavors[obj.name] = obj
+        elif isinstance(obj, ClusterQueueSpec):
+            if obj.yunikorn_rules and not top_level:
+                self._rejected_by_name("ClusterQueue", obj.name)
+            self._apply_cluster_queue(obj, raw_object)
+        elif isinstance(obj, LocalQueueSpec):
+            key = (obj.namespace, obj.name)
+            old = self.local_queues.get(key)
+            if old is not None and old.cluster_queue != obj.cluster_queue:
+                raise _Reject
+            self.local_queues[key] = obj
+            if old is None or old.stop_policy != obj.stop_policy:
+                self._reroute_lq(key)
+        elif isinstance(obj, CohortSpec):
+            if self._would_cycle(obj.name, obj.parent):
+                raise _Reject
+            if obj.yunikorn_rules and not top_level:
+                self._rejected_by_name("Cohort", obj.name)
+            self.cohorts[obj.name] = obj
+            self.cohort_raw[obj.name] = raw_object
+        elif isinstance(obj, WorkloadPriorityClass):
+            self.priority_classes[obj.name] = obj.value
+            for wl in list(self.by_priority_class.get(obj.name, {})):
+                wv = self.workloads[wl]
+                if wv.spec.priority is None and wv.priority != obj.value:
+                    self._dequeue(wv)
+                    wv.priority = obj.value
+                    self._reroute(wv)
+        elif isinstance(obj, AdmissionCheckSpec):
+            self.admission_checks[obj.name] = obj
+        elif isinstance(obj, NamespaceSpec):
+            self.namespaces[obj.name] = dict(obj.labels)
+        elif isinstance(obj, Configuration):
+            self.configuration = obj
+
+    def _rejected_by_name(self, kind: str, name: str) -> None:
+        needle = f"{kind} {name}: "
+        for i, rej in enumerate(self._rejections):
+            if rej.message.startswith("ConfigApplied: ") and needle in rej.message:
+                del self._rejections[i]
+                raise _Reject
+
+    def _would_cycle(self, name: str, parent: str | None) -> bool:
+        seen = {name}
+        current = parent
+        while current is not None:
+            if current in seen:
+                return True
+            seen.add(current)
+            cohort = self.cohorts.get(current)
+            if cohort is None:
+                return False
+            current = cohort.parent
+        return False
+
+    def _apply_cluster_queue(self, spec: ClusterQueueSpec, raw_object: Mapping[str, Any]) -> None:
+        cq = self.cluster_queues.get(spec.name)
+        if cq is None:
+            cq = ClusterQueueView(spec.name, spec, raw_object, spec.quotas())
+            self.cluster_queues[spec.name] = cq
+            self._reroute_cq(spec.name)
+        else:
+            was_terminating = cq.terminating
+            cq.spec = spec
+            cq.raw = raw_object
+            cq.quotas = spec.quotas()
+            cq.terminating = False
+            if was_terminating:
+                self._reroute_cq(spec.name)
+
+    def _config_deleted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
+        kind = raw.get("kind")
+        name = raw.get("name")
+        if not isinstance(kind, str) or not isinstance(name, str):
+            raise _Reject
+        if kind == "ClusterQueue":
+            cq = self.cluster_queues.get(name)
+            if cq is None or cq.terminating:
+                raise _Reject
+            cq.terminating = True
+            self._reroute_cq(name)
+            if not cq.holders:
+                self._remove_cluster_queue(cq)
+        elif kind == "LocalQueue":
+            namespace = raw.get("namespace")
+            if namespace is None:
+                namespace = "default"
+            if not isinstance(namespace, str):
+                raise _Reject
+            key = (namespace, name)
+            if self.local_queues.pop(key, None) is None:
+                raise _Reject
+            self._reroute_lq(key)
+        elif kind == "ResourceFlavor":
+            if self.flavors.pop(name, None) is None:
+                raise _Reject
+        elif kind == "Cohort":
+            if self.cohorts.pop(name, None) is None:
+                raise _Reject
+            self.cohort_raw.pop(name, None)
+        elif kind == "WorkloadPriorityClass":
+            if self.priority_classes.pop(name, None) is None:
+                raise _Reject
+        elif kind == "AdmissionCheck":
+            if self.admission_checks.pop(name, None) is None:
+                raise _Reject
+        elif kind == "Namespace":
+            if self.namespaces.pop(name, None) is None:
+                raise _Reject
+        elif kind == "Configuration":
+            self.configuration = Configuration()
+        else:
+            raise _Reject
+
+    def _remove_cluster_queue(self, cq: ClusterQueueView) -> None:
+        self.cluster_queues.pop(cq.name, None)
+
+    # -- workloads -------------------------------------------------------------------------------
+    def _priority_of(self, spec: WorkloadSpec) -> int:
+        if spec.priority is not None:
+            return spec.priority
+        if spec.priority_class is None:
+            return 0
+        value = self.priority_classes.get(spec.priority_class)
+        if value is None:
+            raise _Reject
+        return value
+
+    def _workload_submitted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
+        spec = parse_workload(raw.get("workload"))
+        key = spec.key
+        if key in self.workloads or key in self.finished:
+            raise _Reject
+        priority = self._priority_of(spec)
+        queue_time = spec.creation_time
+        if queue_time is None:
+            queue_time = self._event_time if self._event_time is not None else self.clock
+        created = spec.creation_time if spec.creation_time is not None else self.event_time_us
+        wv = WorkloadView(key, spec, seq, queue_time, priority, created, created, spec.active)
+        self.workloads[key] = wv
+        self.by_lq.setdefault(wv.lq, {})[key] = None
+        if spec.priority_class is not None:
+            self.by_priority_class.setdefault(spec.priority_class, {})[key] = None
+        self._reroute(wv)
+
+    def _workload_updated(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
+        spec = parse_workload(raw.get("workload"))
+        wv = self.workloads.get(spec.key)
+        if wv is None:
+            raise _Reject
+        old = wv.spec
+        if spec.pod_sets != old.pod_sets:
+            raise _Reject
+        if spec.queue_name != old.queue_name and wv.holding:
+            raise _Reject
+        priority = self._priority_of(spec)
+        kept = WorkloadSpec(
+            spec.namespace, spec.name, spec.queue_name, spec.priority, spec.priority_class,
+            spec.active, spec.labels, old.creation_time if spec.creation_time is None else spec.creation_time,
+            old.pod_sets, old.uid,
+        )
+        self._dequeue(wv)
+        if (old.namespace, old.queue_name) != (kept.namespace, kept.queue_name):
+            self._unindex(self.by_lq, wv.lq, wv.key)
+            self.by_lq.setdefault((kept.namespace, kept.queue_name), {})[wv.key] = None
+        if old.priority_class != kept.priority_class:
+            if old.priority_class is not None:
+                self._unindex(self.by_priority_class, old.priority_class, wv.key)
+            if kept.priority_class is not None:
+                self.by_priority_class.setdefault(kept.priority_class, {})[wv.key] = None
+        wv.spec = kept
+        if kept.creation_time is not None:
+            wv.queue_time = kept.creation_time
+        wv.priority = priority
+        if not wv.active and kept.active and not wv.holding:
+            wv.waiting_since_us = self.event_time_us  # reactivated: queued again now
+            wv.reserved_once = False
+        wv.active = kept.active
+        self._reroute(wv)
+
+    @staticmethod
+    def _unindex(index: dict[Any, dict[str, None]], key: Any, member: str) -> None:
+        members = index.get(key)
+        if members is not None:
+            members.pop(member, None)
+            if not members:
+                del index[key]
+
+    def _workload_ref(self, raw: Mapping[str, Any]) -> str:
+        namespace = raw.get("namespace")
+        name = raw.get("name")
+        if namespace is not None and not isinstance(namespace, str):
+            raise _Reject
+        if not isinstance(name, str):
+            raise _Reject
+        return f"{namespace or 'default'}/{name}"
+
+    def _workload_finished(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
+        if self._workload_ref(raw) not in self.workloads:
+            raise _Reject
+
+    def _workload_deleted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
+        key = self._workload_ref(raw)
+        if key not in self.workloads and key not in self.finished:
+            raise _Reject
+
+    def _workload_released(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
+        wv = self.workloads.get(self._workload_ref(raw))
+        if wv is None or not wv.evicted:
+            raise _Reject
+
+    def _admission_check_state(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
+        key = self._workload_ref(raw)
+        wv = self.workloads.get(key)
+        if wv is None or not wv.holding or wv.evicted:
+            raise _Reject
+        state = raw.get("state", "Pending")
+        if state not in ("Retry", "Rejected"):
+            return  # Pending changes nothing; Ready shows as an Admitted decision
+        # Accepted Retry/Rejected always evicts; an eviction for it in this event's decisions
+        # is the engine's word that it was accepted.
+        if not self._evictions.get(key):
+            raise _Reject
+        self._evictions[key] -= 1
+        if state == "Retry":
+            # Kueue requeues a Retry-evicted workload by its eviction time: behind the others.
+            wv.queue_time = max(wv.queue_time, self.clock)
+        else:
+            wv.active = False
+            wv.spec = WorkloadSpec(
+                wv.spec.namespace, wv.spec.name, wv.spec.queue_name, wv.spec.priority,
+                wv.spec.priority_class, False, wv.spec.labels, wv.spec.creation_time,
+                wv.spec.pod_sets, wv.spec.uid,
+            )
+
+    # -- pending queues --------------------------------------------------------------------------
+    def _target(self, wv: WorkloadView) -> str | None:
+        if wv.holding or not wv.active:
+            return None
+        lq = self.local_queues.get(wv.lq)
+        if lq is None or lq.stop_policy != STOP_NONE:
+            return None
+        cq = self.cluster_queues.get(lq.cluster_queue)
+        if cq is None or cq.terminating:
+            return None
+        return cq.name
+
+    def _dequeue(self, wv: WorkloadView) -> None:
+        if wv.queued_in is None:
+            return
+        key = wv.order_key
+        self.cluster_queues[wv.queued_in].pending.remove(key)
+        lq_pending = self.lq_pending[wv.lq]
+        lq_pending.remove(key)
+        if not lq_pending:
+            del self.lq_pending[wv.lq]
+        wv.queued_in = None
+
+    def _reroute(self, wv: WorkloadView) -> None:
+        target = self._target(wv)
+        if target == wv.queued_in:
+            return
+        self._dequeue(wv)
+        if target is not None:
+            key = wv.order_key
+            self.cluster_queues[target].pending.add(key)
+            lq_pending = self.lq_pending.get(wv.lq)
+            if lq_pending is None:
+                lq_pending = self.lq_pending[wv.lq] = SortedList()
+            lq_pending.add(key)
+            wv.queued_in = target
+
+    def _reroute_lq(self, key: LQKey) -> None:
+        for wl in list(self.by_lq.get(key, {})):
+            self._reroute(self.workloads[wl])
+
+    def _reroute_cq(self, name: str) -> None:
+        for key, lq in self.local_queues.items():
+            if lq.cluster_queue == name:
+                self._reroute_lq(key)
+
+    # -- decisions -------------------------------------------------------------------------------
+    def _decide(self, rec: DecisionRecord, cause_value: bytes | None) -> None:
+        self.decisions += 1
+        d = rec.decision
+        counts = self.counters.decisions
+        kind = type(d).__name__ if d is not None else "Unknown"
+        counts[kind] = counts.get(kind, 0) + 1
+        if d is None:
+            return
+        wl = d.workload
+        if wl is not None:
+            if self.track_history:
+                hist = self.history.get(wl)
+                if hist is None:
+                    hist = self.history[wl] = array("q")
+                hist.append(rec.offset)
+                hist.append(rec.cause_offset)
+            if wl == self.focus:
+                self.focus_records.append((rec, cause_value, self._timestamp_ms))
+        handler = _DECISIONS.get(type(d))
+        if handler is not None:
+            handler(self, d)
+
+    def _workload_of(self, d: Decision) -> WorkloadView | None:
+        wv = self.workloads.get(d.workload or "")
+        if wv is None:
+            self._anomaly(f"{type(d).__name__} for unknown workload {d.workload} (input offset {self.position})")
+        return wv
+
+    def _pc(self, wv: WorkloadView) -> str:
+        return wv.spec.priority_class or ""
+
+    def _on_reserve(self, d: Admitted | QuotaReserved) -> None:
+        wv = self._workload_of(d)
+        if wv is None:
+            return
+        admitted = type(d) is Admitted
+        c = self.counters
+        pc = self._pc(wv)
+        wait = max(0.0, (self.event_time_us - wv.waiting_since_us) / 1e6)
+        ns, lq_name = wv.lq
+        if wv.holding:
+            # Admitted after QuotaReserved: every admission check is Ready.
+            if not admitted or wv.admitted or wv.evicted:
+                self._anomaly(f"{type(d).__name__} for {wv.key}, which already holds quota")
+                return
+            cq = self.cluster_queues[wv.cluster_queue]  # type: ignore[index]
+            assert wv.usage is not None
+            _add(cq.usage, wv.usage, 1)
+            cq.admitted += 1
+            wv.admitted = True
+            _inc(c.admitted, (cq.name, pc))
+            _inc(c.lq_admitted, (lq_name, ns, pc))
+            _observe(c.admission_wait, (cq.name, pc), wait)
+            _observe(c.lq_admission_wait, (lq_name, ns, pc), wait)
+            return
+        target = self.cluster_queues.get(d.clusterQueue)
+        if target is None:
+            self._anomaly(f"{type(d).__name__} of {wv.key} in unknown ClusterQueue {d.clusterQueue}")
+            return
+        cq = target
+        self._dequeue(wv)
+        usage = assignment_usage(d)
+        wv.cluster_queue = cq.name
+        wv.usage = usage
+        wv.admitted = admitted
+        wv.evicted = False
+        wv.reason = wv.message = None
+        cq.holders[wv.key] = None
+        _add(cq.reservation, usage, 1)
+        _inc(c.quota_reserved, (cq.name, pc))
+        _inc(c.lq_quota_reserved, (lq_name, ns, pc))
+        _observe(c.quota_reserved_wait, (cq.name, pc), wait)
+        if admitted:
+            _add(cq.usage, usage, 1)
+            cq.admitted += 1
+            _inc(c.admitted, (cq.name, pc))
+            _inc(c.lq_admitted, (lq_name, ns, pc))
+            _observe(c.admission_wait, (cq.name, pc), wait)
+            _observe(c.lq_admission_wait, (lq_name, ns, pc), wait)
+
+    def _unadmit(self, wv: WorkloadView) -> None:
+        if not wv.admitted:
+            return
+        cq = self.cluster_queues[wv.cluster_queue]  # type: ignore[index]
+        assert wv.usage is not None
+        _add(cq.usage, wv.usage, -1)
+        cq.admitted -= 1
+        wv.admitted = False
+
+    def _release(self, wv: WorkloadView) -> ClusterQueueView | None:
+        if not wv.holding:
+            return None
+        self._unadmit(wv)
+        cq = self.cluster_queues[wv.cluster_queue]  # type: ignore[index]
+        assert wv.usage is not None
+        _add(cq.reservation, wv.usage, -1)
+        cq.holders.pop(wv.key, None)
+        wv.cluster_queue = None
+        wv.usage = None
+        wv.evicted = False
+        if cq.terminating and not cq.holders:
+            self._remove_cluster_queue(cq)
+        return cq
+
+    def _on_evict(self, d: Preempted | Evicted) -> None:
+        wv = self._workload_of(d)
+        if wv is None:
+            return
+        if not wv.holding or wv.evicted:
+            self._anomaly(f"{type(d).__name__} for {wv.key}, which holds no quota")
+            return
+        c = self.counters
+        cq_name = wv.cluster_queue or ""
+        pc = self._pc(wv)
+        ns, lq_name = wv.lq
+        if type(d) is Preempted:
+            reason, cause = "Preempted", ""
+            preemptor = self.workloads.get(d.preemptor)
+            preempting = preemptor.queued_in if preemptor is not None else None
+            if preempting is None and preemptor is not None:
+                lq = self.local_queues.get(preemptor.lq)
+                preempting = lq.cluster_queue if lq is not None else None
+            _inc(c.preempted, (preempting or "", d.reason))
+        else:
+            reason, cause = d.reason, ""
+            if d.reason == reasons.ADMISSION_CHECK and "deactivated" in d.message:
+                reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
+        _inc(c.evicted, (cq_name, reason, cause, pc))
+        _inc(c.lq_evicted, (lq_name, ns, reason, cause, pc))
+        self._unadmit(wv)
+        wv.evicted = True
+
+    def _on_quota_released(self, d: QuotaReleased) -> None:
+        wv = self._workload_of(d)
+        if wv is None:
+            return
+        if self._release(wv) is None:
+            self._anomaly(f"QuotaReleased for {wv.key}, which holds no quota")
+        wv.waiting_since_us = self.event_time_us
+        wv.reason = wv.message = None
+        self._reroute(wv)
+
+    def _on_finished(self, d: Finished) -> None:
+        wv = self._workload_of(d)
+        if wv is None:
+            return
+        if wv.holding:
+            ns, lq_name = wv.lq
+            _inc(self.counters.finished, (wv.cluster_queue, self._pc(wv)))
+            _inc(self.counters.lq_finished, (lq_name, ns, self._pc(wv)))
+        self._forget(wv)
+        self.finished[wv.key] = None
+
+    def _on_deleted(self, d: Deleted) -> None:
+        key = d.workload or ""
+        if key in self.finished:
+            del self.finished[key]
+            return
+        wv = self._workload_of(d)
+        if wv is not None:
+            self._forget(wv)
+
+    def _forget(self, wv: WorkloadView) -> None:
+        self._dequeue(wv)
+        self._release(wv)
+        del self.workloads[wv.key]
+        self._unindex(self.by_lq, wv.lq, wv.key)
+        if wv.spec.priority_class is not None:
+            self._unindex(self.by_priority_class, wv.spec.priority_class, wv.key)
+
+    def _on_pending(self, d: Pending) -> None:
+        wv = self._workload_of(d)
+        if wv is None:
+            return
+        wv.reason = d.reason
+        wv.message = d.message
+
+    def _on_rejected(self, d: Rejected) -> None:
+        _inc(self.counters.rejected, d.reason)
+
+    # ------------------------------------------------------------------------------------------
+    # reading
+    # ------------------------------------------------------------------------------------------
+    def position_of(self, key: str) -> tuple[int, int] | None:
+        """(positionInClusterQueue, positionInLocalQueue) of a queued workload."""
+        wv = self.workloads.get(key)
+        if wv is None or wv.queued_in is None:
+            return None
+        order = wv.order_key
+        return (
+            int(self.cluster_queues[wv.queued_in].pending.index(order)),
+            int(self.lq_pending[wv.lq].index(order)),
+        )
+
+    def cohort_members(self) -> dict[str, list[str]]:
+        """cohort -> its ClusterQueues (name order), for every cohort some ClusterQueue names."""
+        out: dict[str, list[str]] = {}
+        for name in sorted(self.cluster_queues):
+            cohort = self.cluster_queues[name].spec.cohort
+            if cohort is not None:
+                out.setdefault(cohort, []).append(name)
+        return out
+
+    def cohort_names(self) -> list[str]:
+        names = set(self.cohorts)
+        names.update(self.cohort_members())
+        for spec in self.cohorts.values():
+            if spec.parent is not None:
+                names.add(spec.parent)
+        return sorted(names)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the fold holds, as plain data in a canonical order: two projections of the
+        same logs (a live one and a rebuild) must give equal dicts."""
+
+        def usage(m: Mapping[FR, int]) -> list[Any]:
+            return sorted([f, r, v] for (f, r), v in m.items())
+
+        def hist(h: Histogram) -> list[Any]:
+            return [list(h.buckets), h.count, round(h.sum, 6)]
+
+        c = self.counters
+        return {
+            "position": self.position,
+            "next_decision_offset": self.next_decision_offset,
+            "events": self.events,
+            "decisions": self.decisions,
+            "clock": self.clock,
+            "event_time_us": self.event_time_us,
+            "seen_ids": sorted(self.seen_ids),
+            "flavors": sorted(self.flavors),
+            "cluster_queues": {
+                n: {
+                    "spec": repr(cq.spec),
+                    "terminating": cq.terminating,
+                    "reservation": usage(cq.reservation),
+                    "usage": usage(cq.usage),
+                    "holders": sorted(cq.holders),
+                    "admitted": cq.admitted,
+                    "pending": list(cq.pending),
+                }
+                for n, cq in sorted(self.cluster_queues.items())
+            },
+            "cohorts": {n: repr(s) for n, s in sorted(self.cohorts.items())},
+            "local_queues": {f"{k[0]}/{k[1]}": repr(v) for k, v in sorted(self.local_queues.items())},
+            "lq_pending": {f"{k[0]}/{k[1]}": list(v) for k, v in sorted(self.lq_pending.items())},
+            "priority_classes": dict(sorted(self.priority_classes.items())),
+            "admission_checks": sorted(self.admission_checks),
+            "namespaces": {k: sorted(v.items()) for k, v in sorted(self.namespaces.items())},
+            "configuration": repr(self.configuration),
+            "workloads": {
+                k: [
+                    repr(w.spec), w.seq, w.queue_time, w.priority, w.created_us, w.waiting_since_us,
+                    w.active, w.cluster_queue, usage(w.usage or {}), w.admitted, w.evicted,
+                    w.reason, w.message, w.queued_in,
+                ]
+                for k, w in sorted(self.workloads.items())
+            },
+            "finished": sorted(self.finished),
+            "by_lq": {f"{k[0]}/{k[1]}": sorted(v) for k, v in sorted(self.by_lq.items())},
+            "by_priority_class": {k: sorted(v) for k, v in sorted(self.by_priority_class.items())},
+            "counters": {
+                "admitted": sorted(c.admitted.items()),
+                "quota_reserved": sorted(c.quota_reserved.items()),
+                "finished": sorted(c.finished.items()),
+                "evicted": sorted(c.evicted.items()),
+                "preempted": sorted(c.preempted.items()),
+                "lq_admitted": sorted(c.lq_admitted.items()),
+                "lq_quota_reserved": sorted(c.lq_quota_reserved.items()),
+                "lq_finished": sorted(c.lq_finished.items()),
+                "lq_evicted": sorted(c.lq_evicted.items()),
+                "admission_wait": sorted((k, hist(h)) for k, h in c.admission_wait.items()),
+                "quota_reserved_wait": sorted((k, hist(h)) for k, h in c.quota_reserved_wait.items()),
+                "lq_admission_wait": sorted((k, hist(h)) for k, h in c.lq_admission_wait.items()),
+                "rejected": sorted(c.rejected.items()),
+                "decisions": sorted(c.decisions.items()),
+            },
+            "history": {k: list(v) for k, v in sorted(self.history.items())},
+            "anomalies": list(self.anomalies),
+        }
+
+
+_HANDLERS = {
+    "ConfigApplied": Projection._config_applied,
+    "ConfigDeleted": Projection._config_deleted,
+    "WorkloadSubmitted": Projection._workload_submitted,
+    "WorkloadFinished": Projection._workload_finished,
+    "WorkloadDeleted": Projection._workload_deleted,
+    "WorkloadUpdated": Projection._workload_updated,
+    "WorkloadReleased": Projection._workload_released,
+    "AdmissionCheckStateChanged": Projection._admission_check_state,
+}
+
+_DECISIONS: dict[type, Any] = {
+    Admitted: Projection._on_reserve,
+    QuotaReserved: Projection._on_reserve,
+    Preempted: Projection._on_evict,
+    Evicted: Projection._on_evict,
+    QuotaReleased: Projection._on_quota_released,
+    Finished: Projection._on_finished,
+    Deleted: Projection._on_deleted,
+    Pending: Projection._on_pending,
+    Rejected: Projection._on_rejected,
+}

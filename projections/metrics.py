@@ -1,0 +1,193 @@
+"""Prometheus metrics with Kueue's names and labels (pkg/metrics/metrics.go), so that Kueue's
+dashboards and queries work on quotaflow.
+
+One `CollectorRegistry` per projection (never the global one): `registry_for(projection)`. The
+collector reads the projection when scraped; nothing is updated in the fold except the plain
+counters and histograms in `Projection.counters`, so a scrape costs O(queues + workloads) and the
+fold stays cheap.
+
+Labels follow Kueue's current metrics: `replica_role` is `standalone` (a projection is a reader of
+the logs, not one of several leader-elected replicas), `priority_class` is the workload's
+`priorityClassName` ("" when it has none). Gauges:
+
+- `kueue_pending_workloads{cluster_queue,status}`: queued workloads; `inadmissible` when the
+  workload was tried and could not be admitted (its latest Pending reason since it was queued is
+  not `Queued`), `active` when it waits its turn (StrictFIFO `Queued`, or not yet tried);
+- `kueue_reserving_active_workloads`, `kueue_admitted_active_workloads{cluster_queue}`;
+- `kueue_cluster_queue_resource_reservation` / `_resource_usage` / `_nominal_quota` /
+  `_borrowing_limit` / `_lending_limit{cohort,cluster_queue,flavor,resource}` (cpu in cores,
+  everything else in its base unit, as Kueue reports them);
+- `kueue_cluster_queue_status{cluster_queue,status}` (pending, active, terminating);
+- the `kueue_local_queue_*` equivalents.
+
+Counters and histograms (from decisions): `kueue_admitted_workloads_total`,
+`kueue_quota_reserved_workloads_total`, `kueue_finished_workloads_total`,
+`kueue_evicted_workloads_total{cluster_queue,reason,underlying_cause,priority_class}` (a
+preemption counts as reason `Preempted`), `kueue_preempted_workloads_total{preempting_cluster_queue,reason}`,
+`kueue_admission_wait_time_seconds` and `kueue_quota_reserved_wait_time_seconds` (event time;
+see projections/fold.py), and their `kueue_local_queue_*` equivalents.
+
+quotaflow's own: `quotaflow_projection_input_offset`, `quotaflow_projection_decisions`,
+`quotaflow_projection_undecided_events`, `quotaflow_rejected_events_total{reason}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from domain import reasons
+from projections.fold import FR, WAIT_BUCKETS, Histogram, Projection
+from projections.views import cluster_queue_active, local_queue_active, local_queue_counts
+
+ROLE = "standalone"
+CQ_STATUSES = ("pending", "active", "terminating")
+
+
+def value(resource: str, amount: int) -> float:
+    """Kueue reports quantities as floats: cpu in cores, everything else in its base unit."""
+    return amount / 1000 if resource == "cpu" else float(amount)
+
+
+def _pending_status(reason: str | None) -> str:
+    return "active" if reason is None or reason == reasons.QUEUED else "inadmissible"
+
+
+def _histogram(name: str, doc: str, labels: list[str], data: dict[Any, Histogram]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for key, h in sorted(data.items()):
+        cumulative = 0
+        buckets = []
+        for bound, count in zip(WAIT_BUCKETS, h.buckets, strict=True):
+            cumulative += count
+            buckets.append((repr(float(bound)), cumulative))
+        buckets.append(("+Inf", h.count))
+        family.add_metric([*key, ROLE], buckets, h.sum)
+    return family
+
+
+class ProjectionCollector(Collector):
+    def __init__(self, projection: Callable[[], Projection], undecided: Callable[[], int] = lambda: 0) -> None:
+        self._projection = projection
+        self._undecided = undecided
+
+    def collect(self) -> Iterator[Metric]:
+        p = self._projection()
+        c = p.counters
+        cq_labels = ["cluster_queue", "replica_role"]
+        res_labels = ["cohort", "cluster_queue", "flavor", "resource", "replica_role"]
+
+        pending = GaugeMetricFamily("kueue_pending_workloads", "The number of pending workloads, per 'cluster_queue' and 'status'.", labels=["cluster_queue", "status", "replica_role"])
+        reserving = GaugeMetricFamily("kueue_reserving_active_workloads", "The number of Workloads that are reserving quota, per 'cluster_queue'", labels=cq_labels)
+        admitted = GaugeMetricFamily("kueue_admitted_active_workloads", "The number of admitted Workloads that are active, per 'cluster_queue'", labels=cq_labels)
+        status = GaugeMetricFamily("kueue_cluster_queue_status", "Reports 'cluster_queue' with its 'status' (with possible values 'pending', 'active' or 'terminated').", labels=["cluster_queue", "status", "replica_role"])
+        reservation = GaugeMetricFamily("kueue_cluster_queue_resource_reservation", "Reports the cluster_queue's total resource reservation within all the flavors", labels=res_labels)
+        usage = GaugeMetricFamily("kueue_cluster_queue_resource_usage", "Reports the cluster_queue's total resource usage within all the flavors", labels=res_labels)
+        nominal = GaugeMetricFamily("kueue_cluster_queue_nominal_quota", "Reports the cluster_queue's resource nominal quota within all the flavors", labels=res_labels)
+        borrowing = GaugeMetricFamily("kueue_cluster_queue_borrowing_limit", "Reports the cluster_queue's resource borrowing limit within all the flavors", labels=res_labels)
+        lending = GaugeMetricFamily("kueue_cluster_queue_lending_limit", "Reports the cluster_queue's resource lending limit within all the flavors", labels=res_labels)
+        for name in sorted(p.cluster_queues):
+            cq = p.cluster_queues[name]
+            counts = {"active": 0, "inadmissible": 0}
+            for order in cq.pending:
+                counts[_pending_status(p.workloads[order[3]].reason)] += 1
+            for st, n in counts.items():
+                pending.add_metric([name, st, ROLE], n)
+            reserving.add_metric([name, ROLE], len(cq.holders))
+            admitted.add_metric([name, ROLE], cq.admitted)
+            state = "terminating" if cq.terminating else ("active" if cluster_queue_active(p, cq)[0] else "pending")
+            for st in CQ_STATUSES:
+                status.add_metric([name, st, ROLE], 1 if st == state else 0)
+            cohort = cq.spec.cohort or ""
+            frs: list[FR] = list(cq.quotas)
+            frs += sorted(fr for fr in cq.reservation if fr not in cq.quotas)
+            for fr in frs:
+                flavor, res = fr
+                labels = [cohort, name, flavor, res, ROLE]
+                reservation.add_metric(labels, value(res, cq.reservation.get(fr, 0)))
+                usage.add_metric(labels, value(res, cq.usage.get(fr, 0)))
+                q = cq.quotas.get(fr)
+                if q is not None:
+                    nominal.add_metric(labels, value(res, q.nominal))
+                    borrowing.add_metric(labels, value(res, q.borrowing_limit or 0))
+                    lending.add_metric(labels, value(res, q.lending_limit or 0))
+        yield from (pending, reserving, admitted, status, reservation, usage, nominal, borrowing, lending)
+
+        lq_labels = ["name", "namespace", "replica_role"]
+        lq_pending = GaugeMetricFamily("kueue_local_queue_pending_workloads", "The number of pending workloads, per 'local_queue' and 'status'.", labels=["name", "namespace", "status", "replica_role"])
+        lq_reserving = GaugeMetricFamily("kueue_local_queue_reserving_active_workloads", "The number of Workloads that are reserving quota, per 'localQueue'", labels=lq_labels)
+        lq_admitted = GaugeMetricFamily("kueue_local_queue_admitted_active_workloads", "The number of admitted Workloads that are active, per 'localQueue'", labels=lq_labels)
+        lq_status = GaugeMetricFamily("kueue_local_queue_status", "Reports 'localQueue' with its 'active' status (with possible values 'True', 'False', or 'Unknown').", labels=["name", "namespace", "active", "replica_role"])
+        lq_res_labels = ["name", "namespace", "flavor", "resource", "replica_role"]
+        lq_reservation = GaugeMetricFamily("kueue_local_queue_resource_reservation", "Reports the localQueue's total resource reservation within all the flavors", labels=lq_res_labels)
+        lq_usage = GaugeMetricFamily("kueue_local_queue_resource_usage", "Reports the localQueue's total resource usage within all the flavors", labels=lq_res_labels)
+        for key in sorted(p.local_queues):
+            ns, name = key
+            counts_lq = local_queue_counts(p, key)
+            queued = {"active": 0, "inadmissible": 0}
+            for order in p.lq_pending.get(key, ()):
+                queued[_pending_status(p.workloads[order[3]].reason)] += 1
+            queued["active"] += counts_lq["pending"] - sum(queued.values())  # waiting, not queued
+            for st, n in queued.items():
+                lq_pending.add_metric([name, ns, st, ROLE], n)
+            lq_reserving.add_metric([name, ns, ROLE], counts_lq["reserving"])
+            lq_admitted.add_metric([name, ns, ROLE], counts_lq["admitted"])
+            active = local_queue_active(p, key)[0]
+            for st in ("True", "False", "Unknown"):
+                lq_status.add_metric([name, ns, st, ROLE], 1 if st == ("True" if active else "False") else 0)
+            for (flavor, res), v in sorted(counts_lq["reservation"].items()):
+                lq_reservation.add_metric([name, ns, flavor, res, ROLE], value(res, v))
+            for (flavor, res), v in sorted(counts_lq["usage"].items()):
+                lq_usage.add_metric([name, ns, flavor, res, ROLE], value(res, v))
+        yield from (lq_pending, lq_reserving, lq_admitted, lq_status, lq_reservation, lq_usage)
+
+        def counter(name: str, doc: str, labels: list[str], data: dict[Any, int]) -> CounterMetricFamily:
+            family = CounterMetricFamily(name, doc, labels=[*labels, "replica_role"])
+            for key, n in sorted(data.items()):
+                family.add_metric([*key, ROLE], n)
+            return family
+
+        pc = ["cluster_queue", "priority_class"]
+        lpc = ["name", "namespace", "priority_class"]
+        yield counter("kueue_admitted_workloads", "The total number of admitted workloads per 'cluster_queue'", pc, c.admitted)
+        yield counter("kueue_quota_reserved_workloads", "The total number of quota reserved workloads per 'cluster_queue'", pc, c.quota_reserved)
+        yield counter("kueue_finished_workloads", "The total number of finished workloads per 'cluster_queue'", pc, c.finished)
+        yield counter("kueue_evicted_workloads", "The number of evicted workloads per 'cluster_queue'", ["cluster_queue", "reason", "underlying_cause", "priority_class"], c.evicted)
+        yield counter("kueue_preempted_workloads", "The number of preempted workloads per 'preempting_cluster_queue'", ["preempting_cluster_queue", "reason"], c.preempted)
+        yield counter("kueue_local_queue_admitted_workloads", "The total number of admitted workloads per 'local_queue'", lpc, c.lq_admitted)
+        yield counter("kueue_local_queue_quota_reserved_workloads", "The total number of quota reserved workloads per 'local_queue'", lpc, c.lq_quota_reserved)
+        yield counter("kueue_local_queue_finished_workloads", "The total number of finished workloads per 'local_queue'", lpc, c.lq_finished)
+        yield counter("kueue_local_queue_evicted_workloads", "The number of evicted workloads per 'local_queue'", ["name", "namespace", "reason", "underlying_cause", "priority_class"], c.lq_evicted)
+        yield _histogram("kueue_admission_wait_time_seconds", "The time between a workload was created or requeued until admission, per 'cluster_queue'", [*pc, "replica_role"], c.admission_wait)
+        yield _histogram("kueue_quota_reserved_wait_time_seconds", "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'", [*pc, "replica_role"], c.quota_reserved_wait)
+        yield _histogram("kueue_local_queue_admission_wait_time_seconds", "The time between a workload was created or requeued until admission, per 'local_queue'", [*lpc, "replica_role"], c.lq_admission_wait)
+
+        own = GaugeMetricFamily("quotaflow_projection_input_offset", "The last input log offset folded into the views")
+        own.add_metric([], p.position)
+        yield own
+        dec = GaugeMetricFamily("quotaflow_projection_decisions", "Decisions folded into the views")
+        dec.add_metric([], p.decisions)
+        yield dec
+        und = GaugeMetricFamily("quotaflow_projection_undecided_events", "Input events read but not yet decided by the agent")
+        und.add_metric([], self._undecided())
+        yield und
+        rej = CounterMetricFamily("quotaflow_rejected_events", "Rejected decisions, by reason", labels=["reason"])
+        for reason, n in sorted(c.rejected.items()):
+            rej.add_metric([reason], n)
+        yield rej
+
+
+def registry_for(projection: Projection | Callable[[], Projection], undecided: Callable[[], int] = lambda: 0) -> CollectorRegistry:
+    """A registry of its own (tests stay isolated; no process-global state)."""
+    registry = CollectorRegistry(auto_describe=False)
+    get = projection if callable(projection) else (lambda: projection)
+    registry.register(ProjectionCollector(get, undecided))
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

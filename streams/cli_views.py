@@ -1,0 +1,270 @@
+"""`quotaflow` commands over the projections (issue 7): status, pending, history, explain, audit, serve.
+
+All read the logs (`--broker URL`, env `QUOTAFLOW_BROKER_URL`; topics from `QUOTAFLOW_*_TOPIC`)
+and never write to them. `status`, `pending`, `history` and `explain` fold the logs from offset 0
+up to what the agent has decided (or `--as-of OFFSET`: time travel to that input offset) and
+print; `serve` keeps folding as the logs grow and serves the views over HTTP; `audit` replays
+the input log through a fresh engine and compares every recorded decision byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import typer
+
+from streams import settings as defaults
+
+T = TypeVar("T")
+
+BROKER_HELP = "kafka://host:port or sqlite:///path.db"
+
+
+def _broker() -> Any:
+    return typer.Option(defaults.DEFAULT_BROKER_URL, "--broker", envvar=defaults.ENV_BROKER_URL, help=BROKER_HELP)
+
+
+def _as_of() -> Any:
+    return typer.Option(None, "--as-of", min=0, help="time travel: the views as of this input log offset")
+
+
+def _json_flag() -> Any:
+    return typer.Option(False, "--json", help="print JSON instead of tables")
+
+
+def _fail(command: str, message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"quotaflow {command}: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _run(command: str, fn: Callable[[], Awaitable[T]]) -> T:
+    from streams.log import LogError
+
+    try:
+        return asyncio.run(fn())  # type: ignore[arg-type]
+    except LogError as exc:
+        raise _fail(command, str(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except (OSError, ConnectionError) as exc:
+        raise _fail(command, f"cannot reach the log: {exc}") from None
+    except Exception as exc:
+        if type(exc).__module__.startswith("aiokafka"):
+            raise _fail(command, f"Kafka: {exc}") from None
+        raise
+
+
+async def _open(broker: str) -> tuple[Any, Any]:
+    from streams.log import Topics, open_log
+
+    settings = defaults.Settings.from_env()
+    log = open_log(broker, settings)
+    await log.start()
+    topics = Topics.from_settings(settings)
+    await log.ensure_topics(topics.specs(), single_partition=[topics.input, topics.decisions])
+    return log, topics
+
+
+def _workload_key(command: str, workload: str) -> str:
+    ns, sep, name = workload.partition("/")
+    if not sep or not ns or not name:
+        raise _fail(command, f"expected NAMESPACE/NAME, got {workload!r}", 2)
+    return workload
+
+
+def _print_json(obj: Any) -> None:
+    import msgspec
+
+    sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(obj), indent=2) + b"\n")
+    sys.stdout.flush()
+
+
+def register(app: typer.Typer) -> None:
+    """Add the projection commands to the `quotaflow` typer app."""
+
+    @app.command()
+    def status(
+        broker: str = _broker(),
+        as_of: int | None = _as_of(),
+        json_out: bool = _json_flag(),
+        usage: bool = typer.Option(True, "--usage/--no-usage", help="usage bars per flavor and resource"),
+    ) -> None:
+        """ClusterQueues like `kubectl get clusterqueues -o wide`, with usage bars."""
+        from rich.console import Console
+
+        from projections import views
+        from projections.logs import rebuild
+        from projections.render import status_table, usage_table
+
+        async def go() -> tuple[Any, int]:
+            log, topics = await _open(broker)
+            try:
+                proj, follower = await rebuild(log, topics, as_of=as_of, history=False)
+                return proj, follower.undecided
+            finally:
+                await log.close()
+
+        proj, undecided = _run("status", go)
+        if json_out:
+            _print_json({"items": views.cluster_queues(proj), "asOf": views.as_of(proj, undecided)})
+            return
+        console = Console()
+        console.print(status_table(proj))
+        if usage and proj.cluster_queues:
+            console.print()
+            console.print(usage_table(proj, bar_width=20 if console.width >= 110 else 10))
+        note = f"as of input offset {proj.position}"
+        if as_of is not None:
+            note += " (--as-of)"
+        elif undecided:
+            note += f"; {undecided} newer input event(s) not decided yet"
+        console.print(note, style="dim")
+
+    @app.command()
+    def pending(
+        queue: str = typer.Argument(..., metavar="CLUSTERQUEUE | NS/LOCALQUEUE", help="a ClusterQueue, or a LocalQueue as namespace/name"),
+        broker: str = _broker(),
+        as_of: int | None = _as_of(),
+        offset: int = typer.Option(0, min=0, help="first position to show"),
+        limit: int = typer.Option(1000, min=1, help="how many to show"),
+        json_out: bool = _json_flag(),
+    ) -> None:
+        """Pending workloads with their positions, as Kueue's visibility API gives them."""
+        from rich.console import Console
+
+        from projections import views
+        from projections.logs import rebuild
+        from projections.render import pending_table
+
+        async def go() -> Any:
+            log, topics = await _open(broker)
+            try:
+                return (await rebuild(log, topics, as_of=as_of, history=False))[0]
+            finally:
+                await log.close()
+
+        proj = _run("pending", go)
+        ns, sep, name = queue.partition("/")
+        summary = views.pending_in_local_queue(proj, ns, name, offset, limit) if sep else views.pending_in_cluster_queue(proj, queue, offset, limit)
+        if summary is None:
+            raise _fail("pending", f"{'LocalQueue' if sep else 'ClusterQueue'} {queue} not found")
+        if json_out:
+            _print_json(summary)
+        else:
+            Console().print(pending_table(summary))
+
+    @app.command()
+    def history(
+        workload: str = typer.Argument(..., metavar="NS/NAME"),
+        broker: str = _broker(),
+        as_of: int | None = _as_of(),
+        json_out: bool = _json_flag(),
+    ) -> None:
+        """Every decision about a workload, with the input event that caused each."""
+        from rich.console import Console
+
+        from projections import views
+        from projections.explain import focus_history
+        from projections.logs import rebuild
+        from projections.render import history_table
+
+        key = _workload_key("history", workload)
+
+        async def go() -> Any:
+            log, topics = await _open(broker)
+            try:
+                return (await rebuild(log, topics, as_of=as_of, focus=key, history=False))[0]
+            finally:
+                await log.close()
+
+        proj = _run("history", go)
+        entries = focus_history(proj)
+        state = views.workload_state(proj, key)
+        if not entries and state is None:
+            raise _fail("history", f"workload {key} not found")
+        if json_out:
+            _print_json({"workload": key, "state": state, "history": entries, "asOf": views.as_of(proj)})
+        else:
+            console = Console()
+            console.print(history_table(entries))
+            if state is not None:
+                console.print(f"now: {state['phase']}", style="bold")
+
+    @app.command()
+    def explain(
+        workload: str = typer.Argument(..., metavar="NS/NAME"),
+        broker: str = _broker(),
+        as_of: int | None = _as_of(),
+        json_out: bool = _json_flag(),
+    ) -> None:
+        """A workload's history and, if it is pending, why: flavors tried, what is short, who holds it."""
+        from rich.console import Console
+
+        from projections.explain import explain as run_explain
+        from projections.render import explain_renderables
+
+        key = _workload_key("explain", workload)
+
+        async def go() -> Any:
+            log, topics = await _open(broker)
+            try:
+                return await run_explain(log, topics, key, as_of=as_of)
+            finally:
+                await log.close()
+
+        result = _run("explain", go)
+        if result["state"] is None and not result["history"]:
+            raise _fail("explain", f"workload {key} not found")
+        if json_out:
+            _print_json(result)
+        else:
+            console = Console()
+            for renderable in explain_renderables(result):
+                console.print(renderable)
+
+    @app.command()
+    def audit(broker: str = _broker()) -> None:
+        """Replay the input log through a fresh engine; compare every recorded decision byte for byte."""
+        from projections.audit import audit as run_audit
+
+        async def go() -> Any:
+            log, topics = await _open(broker)
+            try:
+                return await run_audit(log, topics)
+            finally:
+                await log.close()
+
+        result = _run("audit", go)
+        typer.echo(result.describe())
+        if not result.ok:
+            raise typer.Exit(1)
+
+    @app.command()
+    def serve(
+        broker: str = _broker(),
+        port: int = typer.Option(8080, "--port", envvar="QUOTAFLOW_VIEWS_PORT", help="HTTP port (0: any free port)"),
+        host: str = typer.Option("0.0.0.0", "--host", help="address to bind"),
+    ) -> None:
+        """Serve the views (JSON) and Prometheus /metrics over HTTP, following the logs."""
+        from projections.server import ProjectionServer
+
+        async def go() -> None:
+            log, topics = await _open(broker)
+            server = ProjectionServer(log, topics)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            try:
+                bound = await server.start(host, port)
+                typer.echo(f"quotaflow views on http://{host}:{bound} (log {log.url})", err=True)
+                await stop.wait()
+            finally:
+                await server.stop()
+                await log.close()
+
+        _run("serve", go)
