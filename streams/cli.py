@@ -11,6 +11,7 @@ from domain.decisions import encode
 from domain.engine import Engine
 from streams.cli_import import import_app
 from streams.cli_log import register as register_log_commands
+from streams.cli_views import register as register_view_commands
 from streams.event_files import EventFileError, read_events
 
 app = typer.Typer(
@@ -21,6 +22,7 @@ app = typer.Typer(
 )
 app.add_typer(import_app, name="import")
 register_log_commands(app)
+register_view_commands(app)
 
 
 @app.callback()
