@@ -868,6 +868,8 @@ def command_line(args: argparse.Namespace) -> str:
     ]
     if args.profile:
         parts.append("--profile")
+        if args.profile_variant != "base":
+            parts.append(f"--profile-variant {args.profile_variant}")
     if args.json:
         parts.append("--json")
     return " ".join(parts)
@@ -1052,6 +1054,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--profile", action="store_true",
         help="instead of the comparison, cProfile the base variant (first of --modes) and print the top 25 functions",
     )
+    parser.add_argument(
+        "--profile-variant", choices=VARIANTS, default="base", help="the variant --profile profiles (default base)"
+    )
     args = parser.parse_args(argv)
     if "base" not in args.variants:
         args.variants.insert(0, "base")
@@ -1062,7 +1067,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     print(f"generating {args.workloads:,} workloads (seed {args.seed}) ...", file=sys.stderr, flush=True)
     gen = generate(args.workloads, args.cohorts, args.seed)
-    variants, info = build_variants(gen, ["base"] if args.profile else args.variants, args.cq10_window)
+    variants, info = build_variants(gen, [args.profile_variant] if args.profile else args.variants, args.cq10_window)
     gen_seconds = time.perf_counter() - t0
     print(
         f"generated in {gen_seconds:.1f} s: " + ", ".join(f"{v.name} {len(v.stream):,} events" for v in variants.values()),
@@ -1072,7 +1077,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.profile:
         print(f"Command: {command}")
-        print(profile(variants["base"], args.modes[0], args.workloads))
+        print(profile(variants[args.profile_variant], args.modes[0], args.workloads))
         return 0
 
     runs = measure(variants, args.modes, args.repeat, args.workloads, progress=True)
