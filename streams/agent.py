@@ -62,6 +62,7 @@ from domain.decisions import Cause, Decision, encode
 from domain.engine import Engine
 from streams.envelope import agent_source, ce_type, decision_message, now_rfc3339
 from streams.log import EventLog, Fenced, LogError, LogUnavailable, Message, Record, Topics
+from streams.settings import DEFAULT_MAX_BATCH, DEFAULT_SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_INTERVAL_S
 from streams.snapshots import SnapshotUnusable, latest_offset, load_latest, snapshot_messages
 
 T = TypeVar("T")
@@ -93,9 +94,9 @@ def cause_of(record: Record) -> Cause:
 class AgentConfig:
     topics: Topics
     name: str | None = None  # writer name: Kafka transactional.id and standby group
-    snapshot_every_events: int = 10_000
-    snapshot_every_seconds: float = 60.0
-    max_batch: int = 2_000
+    snapshot_every_events: int = DEFAULT_SNAPSHOT_EVERY
+    snapshot_every_seconds: float = DEFAULT_SNAPSHOT_INTERVAL_S
+    max_batch: int = DEFAULT_MAX_BATCH
     poll_timeout: float = 0.2
     standby: bool = True
     retry_backoff: float = 0.5
@@ -119,6 +120,18 @@ class AgentStatus:
     recoveries: int = 0
     last_recovery: dict[str, Any] = field(default_factory=dict)
     last_error: str | None = None
+
+
+@dataclass
+class _Batch:
+    """One batch of live input events and what it writes, in one transaction."""
+
+    out: list[tuple[str, Message]] = field(default_factory=list)
+    decided: list[Decision] = field(default_factory=list)
+    events: int = 0  # live events folded
+    last: int = -1  # offset of the last live event (-1: none)
+    snapshot_at: int | None = None
+    snapshot_chunks: int = 0
 
 
 def _enabled(log: Any, level: int) -> bool:
@@ -179,13 +192,18 @@ class Agent:
         cfg = self.config
         # Bound here, not in __init__, so that it follows the logging configuration in force.
         self._log = structlog.get_logger("quotaflow.agent").bind(input=self.topics.input)
-        await self.log.start()
-        await self.log.ensure_topics(self.topics.specs(), single_partition=[self.topics.input, self.topics.decisions])
         backoff = cfg.retry_backoff
+        topics_ready = False
         try:
             while not self.stopping:
                 writer = self.log.writer(cfg.writer_name, standby_topic=self.topics.input if cfg.standby else None)
                 try:
+                    if not topics_ready:  # inside the retry loop: the broker may not be up yet
+                        await self.log.start()
+                        await self.log.ensure_topics(
+                            self.topics.specs(), single_partition=[self.topics.input, self.topics.decisions]
+                        )
+                        topics_ready = True
                     self.status.role = "standby"
                     self._log.info("standby", writer=cfg.writer_name)
                     done, _ = await self._unless_stopped(writer.acquire())
@@ -271,72 +289,92 @@ class Agent:
         decisions_topic = topics.decisions
         debug = _enabled(log, logging.DEBUG)
 
+        folded = processed  # the last input offset folded into `engine`
+        inflight: asyncio.Task[None] | None = None  # the previous batch's commit
         async with await self.log.reader(topics.input, start) as reader:
-            while not self.stopping:
-                if not writer.active:
-                    raise Fenced("lost the active role")
-                done, got = await self._unless_stopped(reader.read(limit=cfg.max_batch, timeout=cfg.poll_timeout))
-                if not done:
-                    break
-                records: list[Record] = got or []
-                out: list[tuple[str, Message]] = []
-                decided: list[Decision] = []
-                last_live = -1
-                now = now_rfc3339().encode()
-                for record in records:
-                    try:
-                        decisions = engine.apply(record.value if record.value is not None else b"", record.offset)
-                    except Exception as exc:
-                        raise EngineFailure(f"engine raised on input offset {record.offset}: {exc!r}") from exc
-                    if record.offset <= processed:
-                        if record.offset == verify_at:
-                            self._verify(decisions, last_decision)
-                        continue
-                    if debug:
-                        log.debug("input event", offset=record.offset, type=ce_type(record), key=record.key)
-                    for decision in decisions:
-                        out.append((decisions_topic, decision_message(decision, encode(decision), source=self._source, time=now)))
-                        decided.append(decision)
-                    last_live = record.offset
-                if replaying and reader.position > processed:
-                    replaying = False
-                    self._recovered(log, began)
-                live_events = last_live - self.status.processed if last_live >= 0 else 0
-                since_snapshot += live_events
-                snapshot_at = last_live if last_live >= 0 else self.status.processed
-                take_snapshot = since_snapshot > 0 and not replaying and (
-                    since_snapshot >= cfg.snapshot_every_events
-                    or time.monotonic() - last_snapshot_time >= cfg.snapshot_every_seconds
-                )
-                snapshot_records = 0
-                if take_snapshot:
-                    snap = snapshot_messages(engine, snapshot_at, source=self._source)
-                    snapshot_records = len(snap)
-                    out.extend((topics.snapshots, m) for m in snap)
-                if out:
-                    offsets = await writer.commit(out)
-                    self.status.transactions += 1
-                    for decision, offset in zip(decided, offsets, strict=False):
-                        log.info(
-                            "decision",
-                            type=type(decision).__name__,
-                            workload=decision.workload,
-                            cause_offset=decision.cause.offset,
-                            cause_index=decision.cause.index,
-                            offset=offset,
-                        )
-                    self.status.decisions += len(decided)
-                if take_snapshot:
-                    since_snapshot = 0
-                    last_snapshot_time = time.monotonic()
-                    self.status.last_snapshot_offset = snapshot_at
-                    self.status.snapshots += 1
-                    log.info("snapshot", offset=snapshot_at, chunks=snapshot_records)
-                if last_live >= 0:
-                    self.status.events += live_events
-                    self.status.processed = last_live
-                    self.status.position = last_live + 1
-                    await self._notify()
+            try:
+                while not self.stopping:
+                    if not writer.active:
+                        raise Fenced("lost the active role")
+                    done, got = await self._unless_stopped(reader.read(limit=cfg.max_batch, timeout=cfg.poll_timeout))
+                    if not done:
+                        break
+                    records: list[Record] = got or []
+                    batch = _Batch()
+                    now = now_rfc3339().encode()
+                    for n, record in enumerate(records):
+                        if n % 256 == 255:
+                            await asyncio.sleep(0)  # let the previous batch's commit make progress
+                        try:
+                            decisions = engine.apply(record.value if record.value is not None else b"", record.offset)
+                        except Exception as exc:
+                            raise EngineFailure(f"engine raised on input offset {record.offset}: {exc!r}") from exc
+                        if record.offset <= processed:
+                            if record.offset == verify_at:
+                                self._verify(decisions, last_decision)
+                            continue
+                        if debug:
+                            log.debug("input event", offset=record.offset, type=ce_type(record), key=record.key)
+                        for decision in decisions:
+                            batch.out.append((decisions_topic, decision_message(decision, encode(decision), source=self._source, time=now)))
+                            batch.decided.append(decision)
+                        batch.events += 1
+                        batch.last = record.offset
+                    if records:
+                        folded = records[-1].offset
+                    if replaying and reader.position > processed:
+                        replaying = False
+                        self._recovered(log, began)
+                    since_snapshot += batch.events
+                    if since_snapshot > 0 and not replaying and (
+                        since_snapshot >= cfg.snapshot_every_events
+                        or time.monotonic() - last_snapshot_time >= cfg.snapshot_every_seconds
+                    ):
+                        batch.snapshot_at = folded
+                        snap = snapshot_messages(engine, folded, source=self._source)
+                        batch.snapshot_chunks = len(snap)
+                        batch.out.extend((topics.snapshots, m) for m in snap)
+                        since_snapshot = 0
+                        last_snapshot_time = time.monotonic()
+                    if batch.last < 0 and batch.snapshot_at is None:
+                        continue  # nothing new: no transaction, nothing to record
+                    # Transactions stay strictly ordered: this batch's commit starts when the
+                    # previous one is done, and meanwhile the next batch is read and folded.
+                    if inflight is not None:
+                        await inflight
+                    inflight = asyncio.create_task(self._commit(writer, batch, log))
+                if inflight is not None:
+                    await inflight
+            finally:
+                if inflight is not None and not inflight.done():
+                    inflight.cancel()
+                    with contextlib.suppress(BaseException):
+                        await inflight
+
+    async def _commit(self, writer: Any, batch: _Batch, log: Any) -> None:
+        offsets = await writer.commit(batch.out) if batch.out else []
+        status = self.status
+        if batch.out:
+            status.transactions += 1
+        for decision, offset in zip(batch.decided, offsets, strict=False):
+            log.info(
+                "decision",
+                type=type(decision).__name__,
+                workload=decision.workload,
+                cause_offset=decision.cause.offset,
+                cause_index=decision.cause.index,
+                offset=offset,
+            )
+        status.decisions += len(batch.decided)
+        if batch.snapshot_at is not None:
+            status.last_snapshot_offset = batch.snapshot_at
+            status.snapshots += 1
+            log.info("snapshot", offset=batch.snapshot_at, chunks=batch.snapshot_chunks)
+        if batch.last >= 0:
+            status.events += batch.events
+            status.processed = batch.last
+            status.position = batch.last + 1
+            await self._notify()
 
     def _recovered(self, log: Any, began: float) -> None:
         self.status.role = "active"

@@ -110,6 +110,8 @@ def kafka_app(
     """The Faust app for the Kafka runtime, with the agent registered as its service."""
     import faust
 
+    # Faust wants a data directory (for tables, which this app has none of); removed at exit.
+    datadir = tempfile.TemporaryDirectory(prefix="quotaflow-faust-")
     app = faust.App(
         f"{agent.config.writer_name}.shell",
         broker=f"kafka://{bootstrap}",
@@ -117,7 +119,7 @@ def kafka_app(
         store="memory://",
         autodiscover=False,
         topic_disable_leader=True,  # no Faust-internal topics: the app subscribes to nothing
-        datadir=tempfile.mkdtemp(prefix="quotaflow-faust-"),
+        datadir=datadir.name,
         web_enabled=http_port > 0,
         web_port=http_port or 6066,
         web_bind=http_bind,
@@ -126,6 +128,7 @@ def kafka_app(
     # The app consumes nothing through Faust (see the module doc): no Faust consumer, consumer
     # group, conductor or tables. Faust runs its producer, its web server and our service.
     app.producer_only = True
+    app.quotaflow_datadir = datadir  # type: ignore[attr-defined]  # lives as long as the app
 
     @app.service
     class QuotaflowAgent(AgentService):

@@ -219,7 +219,7 @@ def register(app: typer.Typer) -> None:
         ),
         standby: bool = typer.Option(True, "--standby/--no-standby", help="Kafka: wait as a standby while another agent is active"),
         max_batch: int = typer.Option(
-            2000, envvar="QUOTAFLOW_MAX_BATCH", help="at most this many input events per transaction"
+            defaults.DEFAULT_MAX_BATCH, envvar=defaults.ENV_MAX_BATCH, help="at most this many input events per transaction"
         ),
     ) -> None:
         """Run the agent: input log -> engine -> decision log, exactly once, until stopped."""

@@ -72,20 +72,15 @@ ENV_INSTANCE_ID = "QUOTAFLOW_INSTANCE_ID"
 
 # Snapshot chunks stay below this, so no topic or client needs a raised message size limit.
 MAX_REQUEST_SIZE = 4 * 1024 * 1024
+# One record batch per topic and transaction, typically (brokers accept 1 MB batches by default).
+MAX_BATCH_SIZE = 900 * 1024
 UNLIMITED = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
 OP_TIMEOUT_S = 30.0
 
 
 def _record(r: ConsumerRecord[bytes, bytes]) -> Record:
-    return Record(
-        topic=r.topic,
-        offset=r.offset,
-        value=r.value,
-        key=r.key,
-        headers=tuple((k, v) for k, v in (r.headers or ())),
-        timestamp_ms=r.timestamp,
-    )
+    return Record(r.topic, r.offset, r.value, r.key, tuple(r.headers) if r.headers else (), r.timestamp)
 
 
 async def _start(consumer: AIOKafkaConsumer) -> AIOKafkaConsumer:
@@ -191,6 +186,7 @@ class KafkaLog(EventLog):
                     enable_idempotence=True,
                     acks="all",
                     max_request_size=MAX_REQUEST_SIZE,
+                    max_batch_size=MAX_BATCH_SIZE,
                 )
                 await producer.start()
                 self._producer = producer
@@ -198,11 +194,7 @@ class KafkaLog(EventLog):
 
     async def append(self, topic: str, messages: Sequence[Message]) -> list[int]:
         producer = await self._plain_producer()
-        futures = [
-            await producer.send(topic, value=m.value, key=m.key, headers=list(m.headers), partition=0)
-            for m in messages
-        ]
-        return [meta.offset for meta in await asyncio.gather(*futures)]
+        return await send_batched(producer, [(topic, m) for m in messages])
 
     # -- reading ---------------------------------------------------------------------------------
     async def end_offset(self, topic: str) -> int:
@@ -360,6 +352,7 @@ class KafkaWriter(TransactionalWriter):
             enable_idempotence=True,
             acks="all",
             max_request_size=MAX_REQUEST_SIZE,
+            max_batch_size=MAX_BATCH_SIZE,
             transaction_timeout_ms=self.transaction_timeout_ms,
         )
         try:
@@ -425,17 +418,44 @@ class KafkaWriter(TransactionalWriter):
 class _KafkaTransaction(Transaction):
     def __init__(self, producer: AIOKafkaProducer) -> None:
         self._producer = producer
-        self._futures: list[asyncio.Future[Any]] = []
+        self._pending: list[tuple[str, Message]] = []
         self.offsets: list[int] = []
 
     async def append(self, topic: str, message: Message) -> None:
-        self._futures.append(
-            await self._producer.send(
-                topic, value=message.value, key=message.key, headers=list(message.headers), partition=0
-            )
-        )
+        self._pending.append((topic, message))
 
     async def flush(self) -> None:
-        futures, self._futures = self._futures, []
-        if futures:
-            self.offsets.extend(meta.offset for meta in await asyncio.gather(*futures))
+        pending, self._pending = self._pending, []
+        if pending:
+            self.offsets.extend(await send_batched(self._producer, pending))
+
+
+async def send_batched(producer: AIOKafkaProducer, items: Sequence[tuple[str, Message]]) -> list[int]:
+    """Send messages (to partition 0 of their topics) as few record batches as they fit in, and
+    return their offsets in the order given. The same bytes on the wire as `send()` per message,
+    at a fraction of the Python cost per message."""
+    by_topic: dict[str, list[int]] = {}
+    for i, (topic, _) in enumerate(items):
+        by_topic.setdefault(topic, []).append(i)
+    sent: list[tuple[asyncio.Future[Any], list[int]]] = []
+    for topic, indices in by_topic.items():
+        start = 0
+        while start < len(indices):
+            batch = producer.create_batch()
+            end = start
+            while end < len(indices):
+                m = items[indices[end]][1]
+                if batch.append(key=m.key, value=m.value, timestamp=None, headers=list(m.headers)) is None:
+                    break
+                end += 1
+            if end == start:
+                raise LogError(f"a record of {len(items[indices[start]][1].value or b'')} bytes does not fit in a batch")
+            batch.close()
+            sent.append((await producer.send_batch(batch, topic, partition=0), indices[start:end]))
+            start = end
+    offsets = [0] * len(items)
+    for future, indices in sent:
+        base = (await future).offset
+        for n, i in enumerate(indices):
+            offsets[i] = base + n
+    return offsets

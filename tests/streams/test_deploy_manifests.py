@@ -1,0 +1,47 @@
+"""deploy/agent.yaml must run the agent the way the code expects (parsed only; no cluster)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from streams import kafka_config, kafka_log, settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def manifests() -> dict[str, dict[str, Any]]:
+    docs = [d for d in yaml.safe_load_all((ROOT / "deploy" / "agent.yaml").read_text()) if d]
+    return {d["kind"]: d for d in docs}
+
+
+def known_env() -> set[str]:
+    names = {v for module in (settings, kafka_log) for k, v in vars(module).items() if k.startswith("ENV_")}
+    names |= set(re.findall(r"`(QUOTAFLOW_KAFKA_[A-Z_]+)`", kafka_config.__doc__ or ""))
+    return names
+
+
+def test_deployment_runs_two_agents_from_the_configmap() -> None:
+    m = manifests()
+    deployment = m["Deployment"]
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["quotaflow", "agent"]
+    refs = {next(iter(r.values()))["name"] for r in container["envFrom"]}
+    assert refs == {m["ConfigMap"]["metadata"]["name"], m["Secret"]["metadata"]["name"]}
+    instance = next(e for e in container["env"] if e["name"] == "QUOTAFLOW_INSTANCE_ID")
+    assert instance["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    port = int(m["ConfigMap"]["data"][settings.ENV_HTTP_PORT])
+    assert container["ports"][0]["containerPort"] == port
+    assert container["livenessProbe"]["httpGet"]["path"] == "/health"
+
+
+def test_every_configured_variable_is_one_the_agent_reads() -> None:
+    m = manifests()
+    configured = set(m["ConfigMap"]["data"]) | set(m["Secret"]["stringData"])
+    assert configured <= known_env(), configured - known_env()
+    assert m["ConfigMap"]["data"][settings.ENV_BROKER_URL].startswith("kafka://")
