@@ -83,12 +83,12 @@ async def agent_run(bootstrap: str, topics: Topics, n: int) -> tuple[float, floa
     return end - began, end - ready, cpu_used
 
 
-def engine_only(msgs: list[Message]) -> float:
+def engine_only(msgs: list[Message]) -> tuple[float, float]:
     engine = Engine()
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     for offset, m in enumerate(msgs):
         engine.apply(m.value or b"", offset)
-    return time.perf_counter() - began
+    return time.perf_counter() - began, time.process_time() - cpu
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -125,14 +125,17 @@ async def main(args: argparse.Namespace) -> None:
                 f"round {r + 1}: passthrough {n / p_wall:8,.0f} ev/s ({p_cpu:.1f} s CPU) | agent {n / a_proc:8,.0f} ev/s "
                 f"processing, {n / a_total:8,.0f} ev/s incl. startup ({a_cpu:.1f} s CPU) | ratio {p_wall / a_proc:.2f}"
             )
-        engine_s = engine_only(msgs)
+        engine_s, engine_cpu = engine_only(msgs)
     pt = statistics.median(r[0] for r in rows)
     ag = statistics.median(r[1] for r in rows)
     ag_total = statistics.median(r[2] for r in rows)
+    pt_cpu = statistics.median(r[3] for r in rows)
+    ag_cpu = statistics.median(r[4] for r in rows)
+    us = 1e6 / n
     print()
-    print(f"median passthrough        {pt:10,.0f} events/s")
-    print(f"median agent (processing) {ag:10,.0f} events/s   (incl. startup and recovery: {ag_total:,.0f})")
-    print(f"engine alone, in-process  {n / engine_s:10,.0f} events/s")
+    print(f"median passthrough        {pt:10,.0f} events/s   CPU {pt_cpu * us:5.1f} µs/event (this process)")
+    print(f"median agent (processing) {ag:10,.0f} events/s   CPU {ag_cpu * us:5.1f} µs/event; incl. startup and recovery: {ag_total:,.0f} events/s")
+    print(f"engine alone, in-process  {n / engine_s:10,.0f} events/s   CPU {engine_cpu * us:5.1f} µs/event")
     print(f"agent / passthrough       {ag / pt:10.2f}   (goal >= 0.5)")
     print(f"agent / engine alone      {ag / (n / engine_s):10.2f}")
 

@@ -63,7 +63,7 @@ from domain.engine import Engine
 from streams.envelope import agent_source, ce_type, decision_message, now_rfc3339
 from streams.log import EventLog, Fenced, LogError, LogUnavailable, Message, Record, Topics
 from streams.settings import DEFAULT_MAX_BATCH, DEFAULT_SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_INTERVAL_S
-from streams.snapshots import SnapshotUnusable, latest_offset, load_latest, snapshot_messages
+from streams.snapshots import SnapshotUnusable, load_latest, snapshot_messages
 
 T = TypeVar("T")
 
@@ -244,17 +244,17 @@ class Agent:
         last = await self.log.read_last(topics.decisions, 1)
         last_decision = last[0] if last else None
         decided_upto = cause_of(last_decision).offset if last_decision else -1
-        snap_offset = await latest_offset(self.log, topics.snapshots)
-        processed = max(decided_upto, -1 if snap_offset is None else snap_offset)
+        try:
+            restored = await load_latest(self.log, topics.snapshots)
+        except SnapshotUnusable as exc:
+            # Without it, events after the last decision that decided nothing are folded again
+            # from offset 0 and decide nothing again: slower, still exact.
+            self._log.warning("snapshot unusable; folding the input log from 0", error=str(exc))
+            restored = None
         engine, start, restored_from = Engine(), 0, None
-        if snap_offset is not None:
-            try:
-                restored = await load_latest(self.log, topics.snapshots)
-            except SnapshotUnusable as exc:
-                self._log.warning("snapshot unusable; folding the input log from 0", error=str(exc))
-            else:
-                if restored is not None:
-                    engine, start, restored_from = restored.engine, restored.offset + 1, restored.offset
+        if restored is not None:
+            engine, start, restored_from = restored.engine, restored.offset + 1, restored.offset
+        processed = max(decided_upto, -1 if restored_from is None else restored_from)
         input_end = await self.log.end_offset(topics.input)
         if processed >= input_end:
             raise LogError(

@@ -78,12 +78,6 @@ def _int_header(record: Record, name: str) -> int:
         raise SnapshotUnusable(f"snapshot record at offset {record.offset}: bad {name} {raw!r}") from None
 
 
-async def latest_offset(log: EventLog, topic: str) -> int | None:
-    """The input offset of the newest snapshot, without loading it (None: no snapshot)."""
-    last = await log.read_last(topic, 1)
-    return _int_header(last[0], "qf_snapshot_offset") if last else None
-
-
 async def load_latest(log: EventLog, topic: str) -> Restored | None:
     """The newest snapshot, restored; None when there is none. Raises `SnapshotUnusable`."""
     from domain.snapshot import SnapshotError, load

@@ -48,9 +48,12 @@ def as_message(event: bytes | dict[str, Any]) -> Message:
     return Message(event)
 
 
-async def write_input(log: EventLog, topic: str, events: Iterable[bytes | dict[str, Any]], chunk: int = 2000) -> int:
+async def write_input(
+    log: EventLog, topic: str, events: Iterable[bytes | dict[str, Any]], chunk: int = 2000, start: int = 0
+) -> int:
+    """Append events; asserts they land at dense offsets from `start`. Returns the next offset."""
     batch: list[Message] = []
-    count = 0
+    count = start
     for event in events:
         batch.append(as_message(event))
         if len(batch) >= chunk:

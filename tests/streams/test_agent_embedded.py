@@ -164,7 +164,7 @@ async def test_embedded_second_agent_is_standby_until_the_first_dies(tmp_path: P
         standby = second if writer is first else first
         assert not any(line.get("event") == "decision" for line in standby.lines())
         writer.kill()
-        await write_input_rest(log, topics.input, events, n // 2)
+        await write_input(log, topics.input, events[n // 2 :], start=n // 2)
         await wait_for_cause(log, topics.decisions, n - 1, timeout=30, agents=[standby])
         assert any(line.get("event") == "active" for line in standby.lines())
     finally:
@@ -173,13 +173,6 @@ async def test_embedded_second_agent_is_standby_until_the_first_dies(tmp_path: P
     actual = [r.value or b"" for r in await log.read_all(topics.decisions)]
     await log.close()
     assert_exactly_once(actual, replay(events_file))
-
-
-async def write_input_rest(log: SqliteLog, topic: str, events: list[bytes], start: int) -> None:
-    from agent_harness import as_message
-
-    offsets = await log.append(topic, [as_message(e) for e in events[start:]])
-    assert offsets[0] == start
 
 
 def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
@@ -255,3 +248,34 @@ def test_demo_runs_out_of_the_box(tmp_path: Path) -> None:
     # job-3 waits behind job-2 (StrictFIFO) and is admitted once job-1 finishes
     assert "Queued" in out
     assert list(tmp_path.iterdir()) == [], "the demo must clean up after itself"
+
+
+async def test_an_unusable_snapshot_falls_back_to_folding_from_zero(tmp_path: Path) -> None:
+    from streams.log import Message
+
+    topics = Topics("in", "out", "snap")
+    events = list(generated_events(400, seed=9))
+    engine = Engine()
+    expected = [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
+    log = SqliteLog(tmp_path / "bad-snapshot.db")
+    await log.start()
+    await log.ensure_topics(topics.specs())
+    await write_input(log, topics.input, events[:200])
+    agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=50))
+    task = asyncio.create_task(agent.run())
+    await agent.wait_processed(199, timeout=30)
+    agent.stop()
+    await task
+    # A snapshot this version cannot read (say, from a future format), newest in the log:
+    headers = (("qf_snapshot_offset", b"199"), ("qf_chunk", b"0"), ("qf_chunks", b"1"), ("qf_encoding", b"zlib+msgspec"))
+    await log.append(topics.snapshots, [Message(b"not a snapshot", b"engine/0", headers)])
+    await write_input(log, topics.input, events[200:], start=200)
+    agent = Agent(log, AgentConfig(topics, standby=False))
+    task = asyncio.create_task(agent.run())
+    await agent.wait_processed(len(events) - 1, timeout=30)
+    agent.stop()
+    await task
+    assert agent.status.last_recovery["snapshot_offset"] is None
+    assert agent.status.last_recovery["replay_from"] == 0
+    assert [r.value for r in await log.read_all(topics.decisions)] == expected
+    await log.close()

@@ -4,6 +4,7 @@ restart, and an active/standby pair. No mocks: every test talks to a real broker
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import shutil
 import uuid
@@ -160,7 +161,7 @@ async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topic
 
 
 @pytest.fixture
-def own_broker() -> Iterator[object]:
+def own_broker() -> Iterator[dict[str, object]]:
     """A broker of this test's own, which it may stop and restart."""
     from streams import local_broker
 
@@ -168,7 +169,7 @@ def own_broker() -> Iterator[object]:
         if kafka_required():
             pytest.fail("QUOTAFLOW_REQUIRE_KAFKA=1 but java/mvn are missing for the broker-restart test")
         pytest.skip("the broker-restart test needs java and mvn for a broker of its own")
-    broker = local_broker.start_broker(owner_pid=__import__("os").getpid())
+    broker = local_broker.start_broker(owner_pid=os.getpid())
     state = {"broker": broker}
     yield state
     local_broker.stop_broker(state["broker"])
@@ -253,7 +254,7 @@ async def test_kafka_two_agents_only_one_writes_and_the_standby_takes_over(
         standby = second if writer is first else first
         assert standby.alive and not any(line.get("event") == "decision" for line in standby.lines())
         writer.kill()
-        await write_input_from(kafka_log, topics.input, events, half)
+        await write_input(kafka_log, topics.input, events[half:], start=half)
         await wait_for_cause(kafka_log, topics.decisions, n - 1, timeout=60, agents=[standby])
         assert active(standby)
     finally:
@@ -262,9 +263,3 @@ async def test_kafka_two_agents_only_one_writes_and_the_standby_takes_over(
     actual = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
     assert_exactly_once(actual, await expected_task)
 
-
-async def write_input_from(log: KafkaLog, topic: str, events: list[bytes], start: int) -> None:
-    from agent_harness import as_message
-
-    offsets = await log.append(topic, [as_message(e) for e in events[start:]])
-    assert offsets[0] == start
