@@ -1,0 +1,23 @@
+"""Projections (issue 7): the views users look at, folded from the logs, and proofs of the decisions.
+
+- `fold`    -- `Projection`: one fold over the input log and the decision log merged by cause
+               offset (input event N, then the decisions it caused). Configuration from
+               ConfigApplied/ConfigDeleted (the engine's own parsers), workloads from
+               WorkloadSubmitted/Updated (parse_workload), quota held from the decisions, pending
+               order as the engine and Kueue keep it. Never runs the scheduler.
+- `logs`    -- `Follower` / `rebuild`: feeds a projection from the logs (Kafka or SQLite) up to
+               the *decided watermark* (the agent's own progress rule), live or one-shot, with
+               `as_of` for time travel.
+- `views`   -- JSON views in Kueue's shapes: ClusterQueue / LocalQueue status, cohorts (who
+               lends to whom), the visibility API's pending positions, a workload's history.
+- `metrics` -- Prometheus collector with Kueue's metric names and labels, one registry per
+               projection.
+- `server`  -- the HTTP API (aiohttp) over a live projection: `quotaflow serve`.
+- `audit`   -- replays the input log through a fresh engine, compares every recorded decision
+               byte for byte: `quotaflow audit`.
+- `explain` -- history plus "why pending" from a rebuilt engine, read-only: `quotaflow explain`.
+- `render`  -- rich tables for the CLI (`quotaflow status`, `pending`, `history`, `explain`).
+
+The CLI commands live in `streams/cli_views.py`; the rebuild benchmark in
+`bench/projection_bench.py`.
+"""

@@ -155,22 +155,22 @@ class Histogram:
         self.sum += value
 
 
+# (ClusterQueue, LocalQueue namespace, LocalQueue name, priority class): one key serves Kueue's
+# per-ClusterQueue and per-LocalQueue metric families, summed at scrape time.
+QueueKey = tuple[str, str, str, str]
+
+
 @dataclass(slots=True)
 class Counters:
     """Kueue's counters and histograms, folded from the decisions (see projections/metrics.py)."""
 
-    admitted: dict[tuple[str, str], int] = field(default_factory=dict)  # (cq, priority class)
-    quota_reserved: dict[tuple[str, str], int] = field(default_factory=dict)
-    finished: dict[tuple[str, str], int] = field(default_factory=dict)
-    evicted: dict[tuple[str, str, str, str], int] = field(default_factory=dict)  # cq, reason, cause, pc
+    admitted: dict[QueueKey, int] = field(default_factory=dict)
+    quota_reserved: dict[QueueKey, int] = field(default_factory=dict)
+    finished: dict[QueueKey, int] = field(default_factory=dict)
+    evicted: dict[tuple[QueueKey, str, str], int] = field(default_factory=dict)  # (queues, reason, cause)
     preempted: dict[tuple[str, str], int] = field(default_factory=dict)  # preempting cq, reason
-    lq_admitted: dict[tuple[str, str, str], int] = field(default_factory=dict)  # name, ns, pc
-    lq_quota_reserved: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    lq_finished: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    lq_evicted: dict[tuple[str, str, str, str, str], int] = field(default_factory=dict)
-    admission_wait: dict[tuple[str, str], Histogram] = field(default_factory=dict)
-    quota_reserved_wait: dict[tuple[str, str], Histogram] = field(default_factory=dict)
-    lq_admission_wait: dict[tuple[str, str, str], Histogram] = field(default_factory=dict)
+    admission_wait: dict[QueueKey, Histogram] = field(default_factory=dict)
+    quota_reserved_wait: dict[QueueKey, Histogram] = field(default_factory=dict)
     rejected: dict[str, int] = field(default_factory=dict)  # by reason
     decisions: dict[str, int] = field(default_factory=dict)  # by type
 
@@ -195,6 +195,46 @@ def _add(into: dict[FR, int], usage: Mapping[FR, int], sign: int) -> None:
             into.pop(fr, None)
 
 
+_encode = msgspec.json.Encoder().encode
+_SPECS: dict[tuple[Any, ...], WorkloadSpec] = {}
+_IDENTITY = ("name", "creationTimestamp", "uid")
+
+
+def parse_accepted(raw: Any) -> WorkloadSpec:
+    """`parse_workload` of a Workload the engine accepted, memoized per template.
+
+    Workloads of one job template differ only in their identity (name, creationTimestamp, uid);
+    everything else -- namespace, labels, priority, queue, pod sets -- is parsed once by
+    `parse_workload` itself and shared. Only for events the engine accepted (their validity is
+    settled); inner events of a Batch are parsed in full every time.
+    """
+    meta = raw.get("metadata") if type(raw) is dict else None
+    if type(meta) is not dict or not isinstance(meta.get("name"), str):
+        return parse_workload(raw)
+    try:
+        key = (
+            meta.get("namespace"),
+            _encode(meta.get("labels")),
+            _encode({k: v for k, v in raw.items() if k != "metadata"}),
+        )
+    except (TypeError, msgspec.EncodeError):
+        return parse_workload(raw)
+    template = _SPECS.get(key)
+    if template is None:
+        generic = {**raw, "metadata": {k: v for k, v in meta.items() if k not in _IDENTITY} | {"name": "template"}}
+        template = parse_workload(generic)
+        if len(_SPECS) >= 4096:
+            _SPECS.clear()
+        _SPECS[key] = template
+    created = meta.get("creationTimestamp")
+    uid = meta.get("uid")
+    return WorkloadSpec(
+        template.namespace, meta["name"], template.queue_name, template.priority, template.priority_class,
+        template.active, template.labels, parse_time(created) if created is not None else None,
+        template.pod_sets, uid if isinstance(uid, str) else None,
+    )
+
+
 _AMOUNTS: dict[tuple[str, str], int] = {}
 
 
@@ -211,6 +251,25 @@ def _amount(resource: str, quantity: str) -> int:
             _AMOUNTS.clear()
         _AMOUNTS[key] = value
     return value
+
+
+def _add2(a: dict[FR, int], b: dict[FR, int], usage: Mapping[FR, int]) -> None:
+    for fr, value in usage.items():
+        if value:
+            a[fr] = a.get(fr, 0) + value
+            b[fr] = b.get(fr, 0) + value
+
+
+def _sub2(a: dict[FR, int], b: dict[FR, int], usage: Mapping[FR, int]) -> None:
+    for fr, value in usage.items():
+        if not value:
+            continue
+        for d in (a, b):
+            new = d.get(fr, 0) - value
+            if new:
+                d[fr] = new
+            else:
+                d.pop(fr, None)
 
 
 def assignment_usage(decision: Admitted | QuotaReserved) -> dict[FR, int]:
@@ -279,6 +338,8 @@ class Projection:
         self._rejections: list[Rejected] = []
         self._evictions: dict[str, int] = {}
         self._timestamp_ms = 0
+        self._dirty: dict[str, None] = {}  # workloads to (re)queue at the end of the event
+        self._top_time: int | None = None
 
     # ------------------------------------------------------------------------------------------
     # the fold
@@ -314,26 +375,22 @@ class Projection:
                 raw = _json.decode(value)
             except (msgspec.DecodeError, UnicodeDecodeError):
                 raw = None
-        if isinstance(raw, Mapping):
+        if type(raw) is dict or isinstance(raw, Mapping):
+            self._top_time = None
             try:
                 self._dispatch(raw, offset * BATCH_SLOTS, record_time, top_level=True)
             except _Reject:
                 pass
             # Decisions are caused by the top-level event (a whole Batch): they happen at its time.
-            time = raw.get("time")
-            if isinstance(time, str):
-                try:
-                    self.event_time_us = parse_time(time)
-                except TimestampError:
-                    self.event_time_us = record_time
-            else:
-                self.event_time_us = record_time
+            self.event_time_us = self._top_time if self._top_time is not None else record_time
         if decisions:
             self._timestamp_ms = timestamp_ms
             decide = self._decide
             for d in decisions:
                 decide(d, value)
             self.next_decision_offset = decisions[-1].offset + 1
+        if self._dirty:
+            self._route_dirty()
 
     def _dispatch(self, raw: Mapping[str, Any], seq: int, record_time: int, top_level: bool) -> None:
         etype = raw.get("type")
@@ -351,6 +408,8 @@ class Projection:
                 raise _Reject from None
             if self._event_time > self.clock:
                 self.clock = self._event_time
+            if top_level:
+                self._top_time = self._event_time
         elif top_level:
             self._event_time = None
         self.event_time_us = self._event_time if self._event_time is not None else record_time
@@ -377,9 +436,15 @@ class Projection:
         handler = _HANDLERS.get(etype) if isinstance(etype, str) else None
         if handler is None:
             raise _Reject
-        if top_level and self._rejections:
-            # The engine said so: a Rejected decision for a plain event means it changed nothing.
-            raise _Reject
+        if top_level:
+            if self._rejections:
+                # The engine said so: a Rejected decision for a plain event means it changed nothing.
+                raise _Reject
+            if etype in _DECIDED_BY_DECISIONS:
+                # Accepted: its effect (a release, a finish, a deletion) is in its decisions.
+                if event_id is not None:
+                    self.seen_ids.add(event_id)
+                return
         try:
             handler(self, raw, seq, top_level)
         except InvalidInput:
@@ -465,13 +530,10 @@ class Projection:
             self.cluster_queues[spec.name] = cq
             self._reroute_cq(spec.name)
         else:
-            was_terminating = cq.terminating
             cq.spec = spec
             cq.raw = raw_object
             cq.quotas = spec.quotas()
             cq.terminating = False
-            if was_terminating:
-                self._reroute_cq(spec.name)
 
     def _config_deleted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
         kind = raw.get("kind")
@@ -482,8 +544,7 @@ class Projection:
             cq = self.cluster_queues.get(name)
             if cq is None or cq.terminating:
                 raise _Reject
-            cq.terminating = True
-            self._reroute_cq(name)
+            cq.terminating = True  # it lingers, inactive, while workloads hold its quota
             if not cq.holders:
                 self._remove_cluster_queue(cq)
         elif kind == "LocalQueue":
@@ -518,7 +579,14 @@ class Projection:
             raise _Reject
 
     def _remove_cluster_queue(self, cq: ClusterQueueView) -> None:
+        # The workloads that waited in it now wait for a ClusterQueue that does not exist (taken out
+        # now, so that a ClusterQueue applied again in the same event starts empty).
+        waiting = [self.workloads[order[3]] for order in cq.pending]
+        for wv in waiting:
+            self._dequeue(wv)
         self.cluster_queues.pop(cq.name, None)
+        for wv in waiting:
+            self._reroute(wv)
 
     # -- workloads -------------------------------------------------------------------------------
     def _priority_of(self, spec: WorkloadSpec) -> int:
@@ -532,7 +600,7 @@ class Projection:
         return value
 
     def _workload_submitted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
-        spec = parse_workload(raw.get("workload"))
+        spec = parse_accepted(raw.get("workload")) if top_level else parse_workload(raw.get("workload"))
         key = spec.key
         if key in self.workloads or key in self.finished:
             raise _Reject
@@ -646,15 +714,17 @@ class Projection:
         if lq is None or lq.stop_policy != STOP_NONE:
             return None
         cq = self.cluster_queues.get(lq.cluster_queue)
-        if cq is None or cq.terminating:
+        if cq is None:
             return None
-        return cq.name
+        return cq.name  # (a ClusterQueue being deleted keeps its queue, inactive, while it lingers)
 
     def _dequeue(self, wv: WorkloadView) -> None:
         if wv.queued_in is None:
             return
         key = wv.order_key
-        self.cluster_queues[wv.queued_in].pending.remove(key)
+        cq = self.cluster_queues.get(wv.queued_in)
+        if cq is not None:  # (a deleted ClusterQueue takes its list with it)
+            cq.pending.remove(key)
         lq_pending = self.lq_pending[wv.lq]
         lq_pending.remove(key)
         if not lq_pending:
@@ -662,6 +732,20 @@ class Projection:
         wv.queued_in = None
 
     def _reroute(self, wv: WorkloadView) -> None:
+        """Queue the workload where it belongs, once this event's decisions are folded too: a
+        workload submitted and admitted by the same event never touches a queue."""
+        self._dirty[wv.key] = None
+
+    def _route_dirty(self) -> None:
+        dirty = self._dirty
+        while dirty:
+            key = next(iter(dirty))
+            del dirty[key]
+            wv = self.workloads.get(key)
+            if wv is not None:
+                self._route(wv)
+
+    def _route(self, wv: WorkloadView) -> None:
         target = self._target(wv)
         if target == wv.queued_in:
             return
@@ -713,18 +797,13 @@ class Projection:
             self._anomaly(f"{type(d).__name__} for unknown workload {d.workload} (input offset {self.position})")
         return wv
 
-    def _pc(self, wv: WorkloadView) -> str:
-        return wv.spec.priority_class or ""
-
     def _on_reserve(self, d: Admitted | QuotaReserved) -> None:
         wv = self._workload_of(d)
         if wv is None:
             return
         admitted = type(d) is Admitted
         c = self.counters
-        pc = self._pc(wv)
         wait = max(0.0, (self.event_time_us - wv.waiting_since_us) / 1e6)
-        ns, lq_name = wv.lq
         if wv.holding:
             # Admitted after QuotaReserved: every admission check is Ready.
             if not admitted or wv.admitted or wv.evicted:
@@ -735,10 +814,9 @@ class Projection:
             _add(cq.usage, wv.usage, 1)
             cq.admitted += 1
             wv.admitted = True
-            _inc(c.admitted, (cq.name, pc))
-            _inc(c.lq_admitted, (lq_name, ns, pc))
-            _observe(c.admission_wait, (cq.name, pc), wait)
-            _observe(c.lq_admission_wait, (lq_name, ns, pc), wait)
+            key = (cq.name, *wv.lq, wv.spec.priority_class or "")
+            _inc(c.admitted, key)
+            _observe(c.admission_wait, key, wait)
             return
         target = self.cluster_queues.get(d.clusterQueue)
         if target is None:
@@ -753,17 +831,16 @@ class Projection:
         wv.evicted = False
         wv.reason = wv.message = None
         cq.holders[wv.key] = None
-        _add(cq.reservation, usage, 1)
-        _inc(c.quota_reserved, (cq.name, pc))
-        _inc(c.lq_quota_reserved, (lq_name, ns, pc))
-        _observe(c.quota_reserved_wait, (cq.name, pc), wait)
+        key = (cq.name, *wv.lq, wv.spec.priority_class or "")
+        _inc(c.quota_reserved, key)
+        _observe(c.quota_reserved_wait, key, wait)
         if admitted:
-            _add(cq.usage, usage, 1)
+            _add2(cq.reservation, cq.usage, usage)
             cq.admitted += 1
-            _inc(c.admitted, (cq.name, pc))
-            _inc(c.lq_admitted, (lq_name, ns, pc))
-            _observe(c.admission_wait, (cq.name, pc), wait)
-            _observe(c.lq_admission_wait, (lq_name, ns, pc), wait)
+            _inc(c.admitted, key)
+            _observe(c.admission_wait, key, wait)
+        else:
+            _add(cq.reservation, usage, 1)
 
     def _unadmit(self, wv: WorkloadView) -> None:
         if not wv.admitted:
@@ -777,10 +854,15 @@ class Projection:
     def _release(self, wv: WorkloadView) -> ClusterQueueView | None:
         if not wv.holding:
             return None
-        self._unadmit(wv)
         cq = self.cluster_queues[wv.cluster_queue]  # type: ignore[index]
-        assert wv.usage is not None
-        _add(cq.reservation, wv.usage, -1)
+        usage = wv.usage
+        assert usage is not None
+        if wv.admitted:
+            _sub2(cq.reservation, cq.usage, usage)
+            cq.admitted -= 1
+            wv.admitted = False
+        else:
+            _add(cq.reservation, usage, -1)
         cq.holders.pop(wv.key, None)
         wv.cluster_queue = None
         wv.usage = None
@@ -797,23 +879,22 @@ class Projection:
             self._anomaly(f"{type(d).__name__} for {wv.key}, which holds no quota")
             return
         c = self.counters
-        cq_name = wv.cluster_queue or ""
-        pc = self._pc(wv)
-        ns, lq_name = wv.lq
+        key = (wv.cluster_queue or "", *wv.lq, wv.spec.priority_class or "")
         if type(d) is Preempted:
             reason, cause = "Preempted", ""
             preemptor = self.workloads.get(d.preemptor)
-            preempting = preemptor.queued_in if preemptor is not None else None
-            if preempting is None and preemptor is not None:
-                lq = self.local_queues.get(preemptor.lq)
-                preempting = lq.cluster_queue if lq is not None else None
+            preempting = None
+            if preemptor is not None:
+                preempting = self._target(preemptor)
+                if preempting is None:
+                    lq = self.local_queues.get(preemptor.lq)
+                    preempting = lq.cluster_queue if lq is not None else None
             _inc(c.preempted, (preempting or "", d.reason))
         else:
             reason, cause = d.reason, ""
             if d.reason == reasons.ADMISSION_CHECK and "deactivated" in d.message:
                 reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
-        _inc(c.evicted, (cq_name, reason, cause, pc))
-        _inc(c.lq_evicted, (lq_name, ns, reason, cause, pc))
+        _inc(c.evicted, (key, reason, cause))
         self._unadmit(wv)
         wv.evicted = True
 
@@ -832,9 +913,7 @@ class Projection:
         if wv is None:
             return
         if wv.holding:
-            ns, lq_name = wv.lq
-            _inc(self.counters.finished, (wv.cluster_queue, self._pc(wv)))
-            _inc(self.counters.lq_finished, (lq_name, ns, self._pc(wv)))
+            _inc(self.counters.finished, (wv.cluster_queue or "", *wv.lq, wv.spec.priority_class or ""))
         self._forget(wv)
         self.finished[wv.key] = None
 
@@ -952,13 +1031,8 @@ class Projection:
                 "finished": sorted(c.finished.items()),
                 "evicted": sorted(c.evicted.items()),
                 "preempted": sorted(c.preempted.items()),
-                "lq_admitted": sorted(c.lq_admitted.items()),
-                "lq_quota_reserved": sorted(c.lq_quota_reserved.items()),
-                "lq_finished": sorted(c.lq_finished.items()),
-                "lq_evicted": sorted(c.lq_evicted.items()),
                 "admission_wait": sorted((k, hist(h)) for k, h in c.admission_wait.items()),
                 "quota_reserved_wait": sorted((k, hist(h)) for k, h in c.quota_reserved_wait.items()),
-                "lq_admission_wait": sorted((k, hist(h)) for k, h in c.lq_admission_wait.items()),
                 "rejected": sorted(c.rejected.items()),
                 "decisions": sorted(c.decisions.items()),
             },
@@ -966,6 +1040,9 @@ class Projection:
             "anomalies": list(self.anomalies),
         }
 
+
+# Events whose whole effect on the views shows in their decisions (the handlers only validate).
+_DECIDED_BY_DECISIONS = frozenset(("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))
 
 _HANDLERS = {
     "ConfigApplied": Projection._config_applied,

@@ -10,9 +10,10 @@ Labels follow Kueue's current metrics: `replica_role` is `standalone` (a project
 the logs, not one of several leader-elected replicas), `priority_class` is the workload's
 `priorityClassName` ("" when it has none). Gauges:
 
-- `kueue_pending_workloads{cluster_queue,status}`: queued workloads; `inadmissible` when the
-  workload was tried and could not be admitted (its latest Pending reason since it was queued is
-  not `Queued`), `active` when it waits its turn (StrictFIFO `Queued`, or not yet tried);
+- `kueue_pending_workloads{cluster_queue,status}`: queued workloads. In a BestEffortFIFO queue
+  `inadmissible` when the workload was tried and could not be admitted (a Pending reason since
+  it was queued, other than `Queued`), else `active`; in a StrictFIFO queue `active` (Kueue puts
+  a failed head back into the heap) unless its namespace is not selected (`Misconfigured`);
 - `kueue_reserving_active_workloads`, `kueue_admitted_active_workloads{cluster_queue}`;
 - `kueue_cluster_queue_resource_reservation` / `_resource_usage` / `_nominal_quota` /
   `_borrowing_limit` / `_lending_limit{cohort,cluster_queue,flavor,resource}` (cpu in cores,
@@ -41,7 +42,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from domain import reasons
-from projections.fold import FR, WAIT_BUCKETS, Histogram, Projection
+from domain.objects import STRICT_FIFO
+from projections.fold import FR, WAIT_BUCKETS, Histogram, Projection, QueueKey
 from projections.views import cluster_queue_active, local_queue_active, local_queue_counts
 
 ROLE = "standalone"
@@ -53,8 +55,35 @@ def value(resource: str, amount: int) -> float:
     return amount / 1000 if resource == "cpu" else float(amount)
 
 
-def _pending_status(reason: str | None) -> str:
+def _pending_status(reason: str | None, strict: bool) -> str:
+    """Kueue's split: `inadmissible` workloads were tried and set aside until something changes;
+    `active` ones wait in the heap. StrictFIFO puts a failed head back into the heap (only a
+    namespace the ClusterQueue does not select sets a workload aside), BestEffortFIFO sets every
+    workload that could not be admitted aside."""
+    if strict:
+        return "inadmissible" if reason == reasons.MISCONFIGURED else "active"
     return "active" if reason is None or reason == reasons.QUEUED else "inadmissible"
+
+
+def _sum(data: dict[Any, int], project: Callable[[Any], Any]) -> dict[Any, int]:
+    out: dict[Any, int] = {}
+    for key, n in data.items():
+        k = project(key)
+        out[k] = out.get(k, 0) + n
+    return out
+
+
+def _merge(data: dict[Any, Histogram], project: Callable[[Any], Any]) -> dict[Any, Histogram]:
+    out: dict[Any, Histogram] = {}
+    for key, h in data.items():
+        k = project(key)
+        into = out.get(k)
+        if into is None:
+            into = out[k] = Histogram()
+        into.buckets = [a + b for a, b in zip(into.buckets, h.buckets, strict=True)]
+        into.count += h.count
+        into.sum += h.sum
+    return out
 
 
 def _histogram(name: str, doc: str, labels: list[str], data: dict[Any, Histogram]) -> HistogramMetricFamily:
@@ -93,8 +122,9 @@ class ProjectionCollector(Collector):
         for name in sorted(p.cluster_queues):
             cq = p.cluster_queues[name]
             counts = {"active": 0, "inadmissible": 0}
+            strict = cq.spec.queueing_strategy == STRICT_FIFO
             for order in cq.pending:
-                counts[_pending_status(p.workloads[order[3]].reason)] += 1
+                counts[_pending_status(p.workloads[order[3]].reason, strict)] += 1
             for st, n in counts.items():
                 pending.add_metric([name, st, ROLE], n)
             reserving.add_metric([name, ROLE], len(cq.holders))
@@ -129,8 +159,10 @@ class ProjectionCollector(Collector):
             ns, name = key
             counts_lq = local_queue_counts(p, key)
             queued = {"active": 0, "inadmissible": 0}
+            lq_cq = p.cluster_queues.get(p.local_queues[key].cluster_queue)
+            strict = lq_cq is not None and lq_cq.spec.queueing_strategy == STRICT_FIFO
             for order in p.lq_pending.get(key, ()):
-                queued[_pending_status(p.workloads[order[3]].reason)] += 1
+                queued[_pending_status(p.workloads[order[3]].reason, strict)] += 1
             queued["active"] += counts_lq["pending"] - sum(queued.values())  # waiting, not queued
             for st, n in queued.items():
                 lq_pending.add_metric([name, ns, st, ROLE], n)
@@ -151,20 +183,29 @@ class ProjectionCollector(Collector):
                 family.add_metric([*key, ROLE], n)
             return family
 
+        # The fold counts per (ClusterQueue, LocalQueue, priority class); Kueue's families are sums.
+        def by_cq(data: dict[QueueKey, int]) -> dict[tuple[str, str], int]:
+            return _sum(data, lambda k: (k[0], k[3]))
+
+        def by_lq(data: dict[QueueKey, int]) -> dict[tuple[str, str, str], int]:
+            return _sum(data, lambda k: (k[2], k[1], k[3]))
+
+        evicted_cq = _sum(c.evicted, lambda k: (k[0][0], k[1], k[2], k[0][3]))
+        evicted_lq = _sum(c.evicted, lambda k: (k[0][2], k[0][1], k[1], k[2], k[0][3]))
         pc = ["cluster_queue", "priority_class"]
         lpc = ["name", "namespace", "priority_class"]
-        yield counter("kueue_admitted_workloads", "The total number of admitted workloads per 'cluster_queue'", pc, c.admitted)
-        yield counter("kueue_quota_reserved_workloads", "The total number of quota reserved workloads per 'cluster_queue'", pc, c.quota_reserved)
-        yield counter("kueue_finished_workloads", "The total number of finished workloads per 'cluster_queue'", pc, c.finished)
-        yield counter("kueue_evicted_workloads", "The number of evicted workloads per 'cluster_queue'", ["cluster_queue", "reason", "underlying_cause", "priority_class"], c.evicted)
+        yield counter("kueue_admitted_workloads", "The total number of admitted workloads per 'cluster_queue'", pc, by_cq(c.admitted))
+        yield counter("kueue_quota_reserved_workloads", "The total number of quota reserved workloads per 'cluster_queue'", pc, by_cq(c.quota_reserved))
+        yield counter("kueue_finished_workloads", "The total number of finished workloads per 'cluster_queue'", pc, by_cq(c.finished))
+        yield counter("kueue_evicted_workloads", "The number of evicted workloads per 'cluster_queue'", ["cluster_queue", "reason", "underlying_cause", "priority_class"], evicted_cq)
         yield counter("kueue_preempted_workloads", "The number of preempted workloads per 'preempting_cluster_queue'", ["preempting_cluster_queue", "reason"], c.preempted)
-        yield counter("kueue_local_queue_admitted_workloads", "The total number of admitted workloads per 'local_queue'", lpc, c.lq_admitted)
-        yield counter("kueue_local_queue_quota_reserved_workloads", "The total number of quota reserved workloads per 'local_queue'", lpc, c.lq_quota_reserved)
-        yield counter("kueue_local_queue_finished_workloads", "The total number of finished workloads per 'local_queue'", lpc, c.lq_finished)
-        yield counter("kueue_local_queue_evicted_workloads", "The number of evicted workloads per 'local_queue'", ["name", "namespace", "reason", "underlying_cause", "priority_class"], c.lq_evicted)
-        yield _histogram("kueue_admission_wait_time_seconds", "The time between a workload was created or requeued until admission, per 'cluster_queue'", [*pc, "replica_role"], c.admission_wait)
-        yield _histogram("kueue_quota_reserved_wait_time_seconds", "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'", [*pc, "replica_role"], c.quota_reserved_wait)
-        yield _histogram("kueue_local_queue_admission_wait_time_seconds", "The time between a workload was created or requeued until admission, per 'local_queue'", [*lpc, "replica_role"], c.lq_admission_wait)
+        yield counter("kueue_local_queue_admitted_workloads", "The total number of admitted workloads per 'local_queue'", lpc, by_lq(c.admitted))
+        yield counter("kueue_local_queue_quota_reserved_workloads", "The total number of quota reserved workloads per 'local_queue'", lpc, by_lq(c.quota_reserved))
+        yield counter("kueue_local_queue_finished_workloads", "The total number of finished workloads per 'local_queue'", lpc, by_lq(c.finished))
+        yield counter("kueue_local_queue_evicted_workloads", "The number of evicted workloads per 'local_queue'", ["name", "namespace", "reason", "underlying_cause", "priority_class"], evicted_lq)
+        yield _histogram("kueue_admission_wait_time_seconds", "The time between a workload was created or requeued until admission, per 'cluster_queue'", [*pc, "replica_role"], _merge(c.admission_wait, lambda k: (k[0], k[3])))
+        yield _histogram("kueue_quota_reserved_wait_time_seconds", "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'", [*pc, "replica_role"], _merge(c.quota_reserved_wait, lambda k: (k[0], k[3])))
+        yield _histogram("kueue_local_queue_admission_wait_time_seconds", "The time between a workload was created or requeued until admission, per 'local_queue'", [*lpc, "replica_role"], _merge(c.admission_wait, lambda k: (k[2], k[1], k[3])))
 
         own = GaugeMetricFamily("quotaflow_projection_input_offset", "The last input log offset folded into the views")
         own.add_metric([], p.position)

@@ -69,6 +69,7 @@ class ProjectionServer:
 
     async def _follow(self) -> None:
         try:
+            await self.follower.catch_up()  # the bulk of the logs, then follow them
             await self.follower.run(self._stop)
         except asyncio.CancelledError:
             raise

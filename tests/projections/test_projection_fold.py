@@ -239,3 +239,30 @@ def test_why_pending_reads_the_engine_without_changing_it() -> None:
     assert sorted(h["workload"] for h in why["heldBy"]) == ["team-a/a0", "team-a/a1", "team-a/a2"]
     assert why_pending(engine.state, "team-a/a0") is None  # admitted
     check_against_engine(proj, engine, len(events) - 1)
+
+
+def test_memoized_parse_equals_parse_workload() -> None:
+    """The fold parses accepted submissions once per template; the result is parse_workload's."""
+    from bench.engine_bench import generate, render
+
+    from domain.workload import parse_workload
+    from projections.fold import parse_accepted
+
+    raws = []
+    for e in Generator(3).events(800):
+        try:
+            raws.append(msgspec.json.decode(e))
+        except msgspec.DecodeError:
+            continue
+    raws += [render(r) for r in generate(200, seed=2).records]
+    subs = [r["workload"] for r in raws if isinstance(r, dict) and r.get("type") == "WorkloadSubmitted"]
+    subs.append(workload("ns", "w", "q", 1, created="2026-01-01T00:00:07Z") | {"metadata": {"namespace": "ns", "name": "w", "uid": "u-1"}})
+    checked = 0
+    for wl in subs:
+        try:
+            expected = parse_workload(wl)
+        except Exception:
+            continue
+        assert parse_accepted(wl) == expected
+        checked += 1
+    assert checked > 300
