@@ -175,8 +175,8 @@ def explain_renderables(result: dict[str, Any]) -> list[Any]:
         assignment = why.get("assignment")
         if assignment:
             fits = "fits" if assignment.get("fitsWithoutPreemption") else "does not fit"
-            out.append(Text(f"  flavor assignment now, without preemption: {fits} (Kueue mode {assignment['mode']}"
-                            + (f", borrowing level {assignment['borrowing']}" if assignment.get("borrowing") else "") + ")"))
+            out.append(Text(f"  flavor assignment now, without preemption: {fits}"
+                            + (f" (borrowing level {assignment['borrowing']})" if assignment.get("borrowing") else "")))
             if assignment.get("message"):
                 out.append(Text(f"  {assignment['message']}", style="yellow"))
             pre = why.get("preemption", {})

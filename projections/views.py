@@ -217,7 +217,7 @@ def local_queue(p: Projection, namespace: str, name: str) -> dict[str, Any] | No
             "reservingWorkloads": counts["reserving"],
             "admittedWorkloads": counts["admitted"],
             "flavorsReservation": _lq_flavor_usage(p, key, counts["reservation"]),
-            "flavorsUsage": _lq_flavor_usage(p, key, counts["usage"]),
+            "flavorUsage": _lq_flavor_usage(p, key, counts["usage"]),  # v1beta1's name (v1beta2: flavorsUsage)
             "conditions": [_condition(active, reason, message)],
         },
     }

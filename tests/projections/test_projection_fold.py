@@ -153,7 +153,7 @@ def test_cluster_queue_local_queue_and_cohort_status() -> None:
     lq = views.local_queue(proj, "team-a", "q")
     assert lq is not None
     assert (lq["status"]["pendingWorkloads"], lq["status"]["reservingWorkloads"], lq["status"]["admittedWorkloads"]) == (1, 3, 3)
-    assert lq["status"]["flavorsUsage"][0] == {"name": "default", "resources": [{"name": "cpu", "total": "9"}, {"name": "memory", "total": "3Gi"}]}
+    assert lq["status"]["flavorUsage"][0] == {"name": "default", "resources": [{"name": "cpu", "total": "9"}, {"name": "memory", "total": "3Gi"}]}
     pool = views.cohort(proj, "pool")
     assert pool is not None
     assert pool["status"]["clusterQueues"] == ["cq-a", "cq-b"]

@@ -317,6 +317,12 @@ async def test_http_api_on_a_real_server_and_broker(kafka_log: KafkaLog, kafka_t
             assert status["inputOffset"] == more[0] and not status["anomalies"]
         result = await audit(log, topics)
         assert result.ok and result.verified > 0, result.describe()
+        # explain rebuilds the engine from the agent's newest snapshot, then replays the rest
+        why = await explain(log, topics, "ns-a/w1")
+        assert why["engine"].startswith("snapshot after input offset"), why["engine"]
+        assert why["state"]["positionInClusterQueue"] == 3
+        assert [h["workload"] for h in why["why"]["heldBy"]] == ["ns-a/w3"]
+        assert [h["decision"]["type"] for h in why["history"]] == ["Pending"]
     finally:
         await server.stop()
         await stop_agent(agent, agent_task)
