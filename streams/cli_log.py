@@ -255,7 +255,7 @@ def register(app: typer.Typer) -> None:
                 security = KafkaSecurity.from_env()
             except KafkaConfigError as exc:
                 raise _fail("agent", str(exc), 2) from None
-            port = http_port if http_port is not None else (int(os.environ[defaults.ENV_HTTP_PORT]) if os.environ.get(defaults.ENV_HTTP_PORT) else defaults.DEFAULT_HTTP_PORT)
+            port = http_port if http_port is not None else settings.http_port
             app_ = kafka_app(
                 runner,
                 bootstrap=url.location,

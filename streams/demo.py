@@ -135,10 +135,6 @@ STEPS: list[tuple[str, str, list[dict[str, Any]]]] = [
 ]
 
 
-def scenario_events() -> list[dict[str, Any]]:
-    return [event for _, _, events in STEPS for event in events]
-
-
 async def _demo(console: Console, db: Path, pause: float) -> None:
     from streams.agent import Agent, AgentConfig
     from streams.client import Client

@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 
 from domain.decisions import Decision
-from streams.log import Headers, Message, Record
+from streams.log import Message, Record
 
 SPECVERSION = b"1.0"
 JSON = b"application/json"
@@ -144,7 +144,3 @@ def agent_source(input_topic: str) -> str:
 def ce_type(record: Record) -> str | None:
     raw = record.header("ce_type")
     return raw.decode(errors="replace") if raw is not None else None
-
-
-def headers_dict(headers: Headers) -> dict[str, str]:
-    return {k: v.decode(errors="replace") for k, v in headers}

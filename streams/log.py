@@ -40,7 +40,7 @@ from __future__ import annotations
 import abc
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
@@ -244,7 +244,6 @@ class EventLog(abc.ABC):
 class BrokerUrl:
     scheme: str  # "kafka" or "sqlite"
     location: str  # bootstrap servers or a file path
-    extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, url: str, settings: Settings | None = None) -> BrokerUrl:

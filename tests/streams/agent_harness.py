@@ -6,6 +6,7 @@ import asyncio
 import ctypes
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -124,6 +125,46 @@ async def wait_for_cause(log: EventLog, topic: str, offset: int, timeout: float,
             tails = "\n".join(a.tail() for a in agents or [])
             raise AssertionError(f"decisions reached input offset {current}, not {offset}, in {timeout} s\n{tails}")
         await asyncio.sleep(0.1)
+
+
+# The crash tests' agent settings: small transactions and a snapshot every few of them put the
+# kills at every kind of point (mid-transaction, right after a commit, between snapshots).
+SNAPSHOT_EVERY = 3000
+MAX_BATCH = 500
+CRASH_ARGS = ["--snapshot-every", str(SNAPSHOT_EVERY), "--max-batch", str(MAX_BATCH)]
+
+
+def kill_points(seed: int, count: int, span: int) -> list[int]:
+    """`count` input offsets in [0, span), one in each of `count` equal slices, away from edges."""
+    rng = random.Random(seed)
+    width = span // count
+    return sorted(rng.randrange(k * width + width // 10, (k + 1) * width - width // 10) for k in range(count))
+
+
+async def run_with_kills(agent: AgentProcess, log: EventLog, decisions: str, points: list[int], last: int) -> int | None:
+    """Start the agent, SIGKILL it once decisions reach each point and start it again, wait for
+    the decision of input offset `last`, stop it; returns its exit code."""
+    try:
+        agent.start()
+        for point in points:
+            await wait_for_cause(log, decisions, point, timeout=60, agents=[agent])
+            agent.kill()
+            agent.start()
+        await wait_for_cause(log, decisions, last, timeout=90, agents=[agent])
+    finally:
+        code = agent.stop()
+    return code
+
+
+def check_recoveries(agent: AgentProcess) -> None:
+    """Every start recovered, and from a snapshot once there was one: no restart folds more than
+    a snapshot interval plus a batch."""
+    recoveries = [line for line in agent.lines() if line.get("event") == "recovered"]
+    assert len(recoveries) == agent.starts, agent.tail()
+    bound = SNAPSHOT_EVERY + MAX_BATCH
+    assert all(r["snapshot_offset"] is not None for r in recoveries if r["processed"] >= bound), recoveries
+    assert max(r["replay_events"] for r in recoveries) <= bound, "a restart must not fold the whole log"
+    assert any(r["replay_events"] > 0 for r in recoveries), "some restart should have folded events after a snapshot"
 
 
 def agent_env(topics: Topics, **extra: str) -> dict[str, str]:

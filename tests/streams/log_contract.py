@@ -13,12 +13,13 @@ subclass per implementation (test_log_sqlite.py, test_log_kafka.py) provides the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,24 @@ from streams.log import EventLog, Fenced, Message, Record, TransactionalWriter
 
 MakeLog = Callable[[], Awaitable[EventLog]]
 CHILD = Path(__file__).with_name("log_writer_child.py")
+
+
+@contextlib.asynccontextmanager
+async def log_opener(new_log: Callable[[], EventLog]) -> AsyncIterator[MakeLog]:
+    """A `make_log` that starts `new_log()` handles and closes them all afterwards."""
+    opened: list[EventLog] = []
+
+    async def make() -> EventLog:
+        log = new_log()
+        await log.start()
+        opened.append(log)
+        return log
+
+    try:
+        yield make
+    finally:
+        for log in opened:
+            await log.close()
 
 
 def values(records: list[Record]) -> list[bytes | None]:

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from agent_harness import (
+    CRASH_ARGS,
     SENTINEL,
     AgentProcess,
     assert_exactly_once,
+    check_recoveries,
+    kill_points,
     replay,
+    run_with_kills,
     wait_for_cause,
     write_input,
     write_jsonl,
@@ -93,10 +96,7 @@ async def test_restart_resumes_after_events_that_decide_nothing(tmp_path: Path) 
 
 
 async def test_embedded_crash_test(tmp_path: Path) -> None:
-    """20,000 events; the agent process is SIGKILLed at 6 random points and restarted.
-
-    Small transactions (500 events) and a snapshot every 3,000 events put the kills at every
-    kind of point: mid-transaction, right after a commit, between snapshots."""
+    """20,000 events; the agent process is SIGKILLed at 6 random points and restarted."""
     n = 20_000
     events = [*generated_events(n - 1, seed=11), SENTINEL]
     events_file = tmp_path / "events.jsonl"
@@ -110,30 +110,15 @@ async def test_embedded_crash_test(tmp_path: Path) -> None:
     expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
     await write_input(log, topics.input, events)
 
-    agent = AgentProcess(url, topics, tmp_path / "agent.log", args=["--snapshot-every", "3000", "--max-batch", "500"])
-    rng = random.Random(7)
-    kill_points = sorted(rng.randrange(k * 3000 + 300, k * 3000 + 2700) for k in range(6))
-    try:
-        agent.start()
-        for point in kill_points:
-            await wait_for_cause(log, topics.decisions, point, timeout=60, agents=[agent])
-            agent.kill()
-            agent.start()
-        await wait_for_cause(log, topics.decisions, n - 1, timeout=90, agents=[agent])
-    finally:
-        code = agent.stop()
+    agent = AgentProcess(url, topics, tmp_path / "agent.log", args=CRASH_ARGS)
+    code = await run_with_kills(agent, log, topics.decisions, kill_points(7, 6, n), n - 1)
     assert code == 0, agent.tail()
     actual = [r.value or b"" for r in await log.read_all(topics.decisions)]
     await log.close()
-    expected = await expected_task
     assert agent.kills == 6
-    assert_exactly_once(actual, expected)
+    assert_exactly_once(actual, await expected_task)
     assert any(b'"reason":"MalformedEvent"' in v for v in actual), "garbage input must give Rejected decisions"
-    recoveries = [line for line in agent.lines() if line.get("event") == "recovered"]
-    assert len(recoveries) == 7
-    assert all(r["snapshot_offset"] is not None for r in recoveries if r["processed"] >= 3500), recoveries
-    assert max(r["replay_events"] for r in recoveries) <= 3000 + 500, "restarts must not replay the whole log"
-    assert any(r["replay_events"] > 0 for r in recoveries), "some restart should have folded events after a snapshot"
+    check_recoveries(agent)
 
 
 async def test_embedded_second_agent_is_standby_until_the_first_dies(tmp_path: Path) -> None:

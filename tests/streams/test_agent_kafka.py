@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -13,10 +12,14 @@ from pathlib import Path
 
 import pytest
 from agent_harness import (
+    CRASH_ARGS,
     SENTINEL,
     AgentProcess,
     assert_exactly_once,
+    check_recoveries,
+    kill_points,
     replay,
+    run_with_kills,
     wait_for_cause,
     write_input,
     write_jsonl,
@@ -115,11 +118,6 @@ async def test_garbage_and_invalid_json_are_rejected_and_the_agent_goes_on(
     assert b'"offset":6' in causes[-1], "the valid event after the garbage was processed"
 
 
-def _kill_points(rng: random.Random, count: int, span: int) -> list[int]:
-    width = span // count
-    return sorted(rng.randrange(k * width + width // 10, (k + 1) * width - width // 10) for k in range(count))
-
-
 async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, tmp_path: Path) -> None:
     """20,000 events; the agent process is SIGKILLed at 6 random points and restarted; the
     decision log read read_committed has no duplicate and no gap and equals replay."""
@@ -133,29 +131,17 @@ async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topic
         f"kafka://{kafka_bootstrap}",
         topics,
         tmp_path / "agent.log",
-        args=["--snapshot-every", "3000", "--max-batch", "500"],
+        args=CRASH_ARGS,
         env={ENV_INSTANCE_ID: f"crash-{uuid.uuid4().hex[:6]}"},  # static membership: restarts rejoin at once
     )
-    kill_points = _kill_points(random.Random(5), 6, n)
-    try:
-        agent.start()
-        for point in kill_points:
-            await wait_for_cause(kafka_log, topics.decisions, point, timeout=60, agents=[agent])
-            agent.kill()
-            agent.start()
-        await wait_for_cause(kafka_log, topics.decisions, n - 1, timeout=90, agents=[agent])
-    finally:
-        code = agent.stop()
+    code = await run_with_kills(agent, kafka_log, topics.decisions, kill_points(5, 6, n), n - 1)
     assert code == 0, agent.tail()
     actual = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
     assert agent.kills == 6
     assert_exactly_once(actual, await expected_task)
     assert any(b'"reason":"MalformedEvent"' in v for v in actual)
+    check_recoveries(agent)
     lines = agent.lines()
-    recoveries = [line for line in lines if line.get("event") == "recovered"]
-    assert len(recoveries) == 7, agent.tail()
-    assert all(r["snapshot_offset"] is not None for r in recoveries if r["processed"] >= 3500), recoveries
-    assert max(r["replay_events"] for r in recoveries) <= 3500, "a restart must not fold the whole log"
     decision_line = next(line for line in lines if line.get("event") == "decision")
     assert {"cause_offset", "cause_index", "offset", "type"} <= set(decision_line)
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from kafka_fixtures import create_topics
-from log_contract import LogContract
+from log_contract import LogContract, log_opener
 
 from streams.kafka_log import KafkaLog
 from streams.log import EventLog, LogError, TopicSpec, Topics, TransactionalWriter
@@ -27,17 +27,8 @@ class TestKafkaLog(LogContract):
 
     @pytest.fixture
     async def make_log(self, kafka_bootstrap: str) -> AsyncIterator[Callable[[], Awaitable[EventLog]]]:
-        opened: list[EventLog] = []
-
-        async def make() -> EventLog:
-            log = KafkaLog(kafka_bootstrap)
-            await log.start()
-            opened.append(log)
-            return log
-
-        yield make
-        for log in opened:
-            await log.close()
+        async with log_opener(lambda: KafkaLog(kafka_bootstrap)) as make:
+            yield make
 
     @pytest.fixture
     async def topics(self, kafka_bootstrap: str, kafka_topic_factory: Callable[[str], str]) -> list[str]:

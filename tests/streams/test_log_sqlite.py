@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from log_contract import LogContract
+from log_contract import LogContract, log_opener
 
 from streams.log import EventLog, Message, TransactionalWriter
 from streams.sqlite_log import SqliteLog, SqliteWriter
@@ -30,17 +30,8 @@ class TestSqliteLog(LogContract):
 
     @pytest.fixture
     async def make_log(self, db_path: Path) -> AsyncIterator[Callable[[], Awaitable[EventLog]]]:
-        opened: list[EventLog] = []
-
-        async def make() -> EventLog:
-            log = SqliteLog(db_path)
-            await log.start()
-            opened.append(log)
-            return log
-
-        yield make
-        for log in opened:
-            await log.close()
+        async with log_opener(lambda: SqliteLog(db_path)) as make:
+            yield make
 
     @pytest.fixture
     def topics(self) -> list[str]:
