@@ -19,6 +19,7 @@ from domain.decisions import Admitted, Decision, Deleted, Finished, Pending, Rej
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput, type_name
 from domain.lifecycle import (
+    drop_if_terminated,
     equivalence_class,
     evict,
     release,
@@ -54,7 +55,6 @@ from domain.topology import (
     apply_cohort,
     delete_cohort,
     quota_maps,
-    remove_cluster_queue,
     set_parent,
     would_cycle,
     yunikorn_max_violations,
@@ -368,15 +368,11 @@ class Engine:
             cq = state.cluster_queues.get(name)
             found = cq is not None and not cq.terminating
             if cq is not None and found:
+                # Like Kueue's finalizer: it lingers, inactive, while workloads hold its quota.
                 cq.terminating = True
                 self._refresh_activeness(out)
-                for order_key in list(cq.queue.keys()):
-                    ws = state.workloads[order_key[3]]
-                    unroute(state, ws)
-                    route(state, out, ws)
                 wake_tree(state, cq)
-                if not cq.admitted:
-                    remove_cluster_queue(state, cq)
+                drop_if_terminated(state, out, cq)
         elif kind == "LocalQueue":
             lq_key = (f.str("namespace", "default"), name)
             found = state.local_queues.pop(lq_key, None) is not None
@@ -478,9 +474,10 @@ class Engine:
             if key in self.state.finished:
                 raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} already finished")
             raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} not found")
-        self._forget(ws)
-        self.state.finished[key] = None
+        # The finish itself first, then what it sets off (a lingering ClusterQueue going away).
         out.emit(Finished, key)
+        self.state.finished[key] = None
+        self._forget(ws, out)
 
     def _workload_deleted(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
         key, ws = self._lookup(raw)
@@ -490,10 +487,10 @@ class Engine:
             del self.state.finished[key]
             out.emit(Deleted, key)
             return
-        self._forget(ws)
         out.emit(Deleted, key)
+        self._forget(ws, out)
 
-    def _forget(self, ws: WorkloadState) -> None:
+    def _forget(self, ws: WorkloadState, out: Emitter) -> None:
         state = self.state
         unroute(state, ws)
         cq = release(state, ws)
@@ -512,8 +509,7 @@ class Engine:
                     del state.by_priority_class[spec.priority_class]
         if cq is not None:
             wake_tree(state, cq)
-            if cq.terminating and not cq.admitted:
-                remove_cluster_queue(state, cq)
+            drop_if_terminated(state, out, cq)
 
     def _workload_updated(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
         spec = parse_workload(raw.get("workload"))

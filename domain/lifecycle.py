@@ -57,7 +57,7 @@ def route(state: State, out: Emitter, ws: WorkloadState) -> None:
         set_pending(state, out, ws, (reasons.SUSPENDED, reasons.MSG_LQ_INACTIVE.format(lq=spec.queue_name)))
         return
     cq = state.cluster_queues.get(lq.cluster_queue)
-    if cq is None or cq.terminating:
+    if cq is None:
         park(state, ws, f"cq:{lq.cluster_queue}")
         set_pending(state, out, ws, (reasons.MISCONFIGURED, reasons.MSG_CQ_MISSING.format(cq=lq.cluster_queue)))
         return
@@ -162,7 +162,7 @@ def release_evicted(state: State, out: Emitter, ws: WorkloadState) -> None:
         return
     out.emit(QuotaReleased, ws.key, clusterQueue=cq.name)
     wake_tree(state, cq)
-    drop_if_terminated(state, cq)
+    drop_if_terminated(state, out, cq)
     if ws.spec.active:
         route(state, out, ws)
     else:
@@ -192,9 +192,17 @@ def _wake(state: State, cq: ClusterQueueState) -> None:
         state.ready[cq.name] = None
 
 
-def drop_if_terminated(state: State, cq: ClusterQueueState) -> None:
-    """A deleted ClusterQueue lingers while workloads hold its quota, as Kueue's finalizer does."""
+def drop_if_terminated(state: State, out: Emitter, cq: ClusterQueueState) -> None:
+    """A deleted ClusterQueue lingers, inactive, while workloads hold its quota, as Kueue's
+    finalizer keeps it; once the last one is gone, so is the queue, and the workloads that
+    waited in it now wait for a ClusterQueue that does not exist."""
     from domain.topology import remove_cluster_queue
 
-    if cq.terminating and not cq.admitted:
-        remove_cluster_queue(state, cq)
+    if not cq.terminating or cq.admitted:
+        return
+    waiting = [state.workloads[key[3]] for key in cq.queue.keys()]
+    remove_cluster_queue(state, cq)
+    for ws in waiting:
+        ws.queued = False
+        ws.cluster_queue = None
+        route(state, out, ws)
