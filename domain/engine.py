@@ -218,11 +218,10 @@ class Engine:
                 )
             if obj.yunikorn_rules:
                 existing = state.cohorts.get(obj.name)
-                own = dict(existing.node.subtree) if existing is not None else {}
-                quotas = obj.quotas()
-                for fr, q in quotas.items():
-                    own[fr] = own.get(fr, 0) - (existing.node.nominal.get(fr, 0) if existing else 0) + q.nominal
-                self._refuse_above_parent("Cohort", obj.name, yunikorn_max_violations(state, obj.name, quotas, obj.parent, own))
+                problems = yunikorn_max_violations(
+                    state, existing.node if existing else None, obj.name, False, obj.quotas(), obj.parent
+                )
+                self._refuse_above_parent("Cohort", obj.name, problems)
             cohort = apply_cohort(state, obj)
             self._wake_node(cohort.node)
         elif isinstance(obj, WorkloadPriorityClass):
@@ -244,9 +243,11 @@ class Engine:
     def _apply_cluster_queue(self, spec: ClusterQueueSpec, out: Emitter) -> None:
         state = self.state
         if spec.yunikorn_rules:
-            quotas = spec.quotas()
-            own = {fr: q.nominal for fr, q in quotas.items()}
-            self._refuse_above_parent("ClusterQueue", spec.name, yunikorn_max_violations(state, spec.name, quotas, spec.cohort, own))
+            existing = state.cluster_queues.get(spec.name)
+            problems = yunikorn_max_violations(
+                state, existing.node if existing else None, spec.name, True, spec.quotas(), spec.cohort
+            )
+            self._refuse_above_parent("ClusterQueue", spec.name, problems)
         groups = {res: g for g in spec.resource_groups for res in g.covered}
         cq = state.cluster_queues.get(spec.name)
         strict = spec.queueing_strategy == STRICT_FIFO

@@ -109,28 +109,49 @@ def _drop_if_unused(state: State, node: QuotaNode) -> None:
         node = parent
 
 
-def yunikorn_max_violations(state: State, name: str, quotas: dict[FR, ResourceQuota], parent: str | None,
-                            own_subtree: dict[FR, int]) -> list[str]:
-    """YuniKorn: a queue's max (its quota plus borrowing limit) may not exceed its parent's max.
+def yunikorn_max_violations(state: State, node: QuotaNode | None, name: str, is_cluster_queue: bool,
+                            quotas: dict[FR, ResourceQuota], parent: str | None) -> list[str]:
+    """YuniKorn: a queue's max (its subtree quota plus borrowing limit) may not exceed its
+    parent's max, the most the parent's subtree could ever use (its potential availability).
 
-    The parent's max is what its whole subtree could ever use: its potential availability.
+    Both are judged on the tree as it would be with this object applied: the object's own quota
+    counts in its parent's subtree. The tree is changed for the check and put back exactly.
     """
-    if parent is None:
+    cohort = state.cohorts.get(parent) if parent is not None else None
+    if cohort is None or not any(q.borrowing_limit is not None for q in quotas.values()):
         return []
-    cohort = state.cohorts.get(parent)
-    if cohort is None:
-        return []
+    probe = node if node is not None else QuotaNode(name, is_cluster_queue)
+    saved = (probe.nominal, probe.borrowing_limit, probe.lending_limit, probe.parent)
+    old_parent = probe.parent
+    new_parent = cohort.node
+    probe.set_quotas(*quota_maps(quotas))
+    if old_parent is not new_parent:
+        if old_parent is not None:
+            del old_parent.children[probe.name]
+        new_parent.children[probe.name] = probe
+        probe.parent = new_parent
+    recompute(new_parent.root())
     problems = []
-    for fr in sorted(quotas):
-        limit = quotas[fr].borrowing_limit
-        if limit is None:
-            continue
-        child_max = own_subtree.get(fr, 0) + limit
-        parent_max = cohort.node.potential_available(fr)
-        if child_max > parent_max:
-            flavor, resource = fr
-            problems.append(
-                f"max {format_amount(resource, child_max)} of {resource} in flavor {flavor} (quota + "
-                f"borrowingLimit) exceeds the max {format_amount(resource, parent_max)} of its parent {parent}"
-            )
+    try:
+        for fr in sorted(quotas):
+            limit = quotas[fr].borrowing_limit
+            if limit is None:
+                continue
+            child_max = probe.subtree.get(fr, 0) + limit
+            parent_max = new_parent.potential_available(fr)
+            if child_max > parent_max:
+                flavor, resource = fr
+                problems.append(
+                    f"max {format_amount(resource, child_max)} of {resource} in flavor {flavor} (quota + "
+                    f"borrowingLimit) exceeds the max {format_amount(resource, parent_max)} of its parent {parent}"
+                )
+    finally:
+        probe.set_quotas(*saved[:3])
+        if old_parent is not new_parent:
+            del new_parent.children[probe.name]
+            probe.parent = old_parent
+            if old_parent is not None:
+                old_parent.children[probe.name] = probe
+                recompute(old_parent.root())
+        recompute(new_parent.root())
     return problems
