@@ -374,11 +374,13 @@ def _size_tree(root: _Queue, resources: list[str], capacity: Mapping[str, int], 
             )
         root.nominal[r] = max(0, cluster - below)
         root.subtree[r] = root.nominal[r] + below
-    # The root's children are bounded by the cluster anyway; a larger max means "no limit".
-    for child in root.children:
-        for r, value in list(child.max.items()):
-            child.max[r] = min(value, root.subtree[r])
-    _check_max(root, {r: root.subtree[r] for r in resources}, problems)
+    # YuniKorn's own check compares the configured maxes (the root has none).
+    _check_max(root, dict.fromkeys(resources), problems)
+    # No queue can use more than the cluster: a larger max means "no limit of its own", and is
+    # capped so that no child's max exceeds its (capped) parent's in the Kueue tree either.
+    for q in _walk(root)[1:]:
+        for r, value in list(q.max.items()):
+            q.max[r] = min(value, root.subtree[r])
 
 
 def _size(node: _Queue, resources: list[str], problems: list[str]) -> None:
