@@ -101,6 +101,7 @@ class AgentConfig:
     standby: bool = True
     retry_backoff: float = 0.5
     max_retry_backoff: float = 10.0
+    operation_timeout: float = 60.0  # topic setup and recovery reads; past it: retry
 
     @property
     def writer_name(self) -> str:
@@ -199,9 +200,13 @@ class Agent:
                 writer = self.log.writer(cfg.writer_name, standby_topic=self.topics.input if cfg.standby else None)
                 try:
                     if not topics_ready:  # inside the retry loop: the broker may not be up yet
+                        self._log.info("starting", log=self.log.url, writer=cfg.writer_name)
                         await self.log.start()
-                        await self.log.ensure_topics(
-                            self.topics.specs(), single_partition=[self.topics.input, self.topics.decisions]
+                        await asyncio.wait_for(
+                            self.log.ensure_topics(
+                                self.topics.specs(), single_partition=[self.topics.input, self.topics.decisions]
+                            ),
+                            cfg.operation_timeout,
                         )
                         topics_ready = True
                     self.status.role = "standby"
@@ -276,7 +281,7 @@ class Agent:
         cfg, topics, log = self.config, self.topics, self._log
         self.status.role = "recovering"
         began = time.monotonic()
-        engine, start, processed, last_decision = await self._recover()
+        engine, start, processed, last_decision = await asyncio.wait_for(self._recover(), cfg.operation_timeout)
         verify_at = cause_of(last_decision).offset if last_decision is not None else -1
         self.status.processed = processed
         self.status.position = processed + 1

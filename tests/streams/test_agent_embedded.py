@@ -264,3 +264,51 @@ async def test_an_unusable_snapshot_falls_back_to_folding_from_zero(tmp_path: Pa
     assert agent.status.last_recovery["replay_from"] == 0
     assert [r.value for r in await log.read_all(topics.decisions)] == expected
     await log.close()
+
+
+async def test_snapshot_by_time_and_json_log_lines(tmp_path: Path) -> None:
+    """A snapshot is taken after `snapshot_every_seconds` even when few events came; the agent
+    logs one JSON line per input event (debug) and per decision (info), with offsets."""
+    import io
+    import logging
+
+    import structlog
+
+    from streams import logs
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    buffer = io.StringIO()
+    logs.configure("debug", stream=buffer)
+    try:
+        topics = Topics("in", "out", "snap")
+        events = list(generated_events(30, seed=4))
+        log = SqliteLog(tmp_path / "timed.db")
+        await log.start()
+        await log.ensure_topics(topics.specs())
+        agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=1_000_000, snapshot_every_seconds=0.3))
+        task = asyncio.create_task(agent.run())
+        await write_input(log, topics.input, events)
+        await agent.wait_processed(len(events) - 1, timeout=30)
+        for _ in range(50):
+            if agent.status.last_snapshot_offset == len(events) - 1:
+                break
+            await asyncio.sleep(0.1)
+        agent.stop()
+        await task
+        assert agent.status.last_snapshot_offset == len(events) - 1, agent.status
+        snapshot = await log.read_last(topics.snapshots, 1)
+        assert snapshot[0].header("qf_snapshot_offset") == str(len(events) - 1).encode()
+        await log.close()
+    finally:
+        structlog.reset_defaults()
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    inputs = [line for line in lines if line["event"] == "input event"]
+    decisions = [line for line in lines if line["event"] == "decision"]
+    assert [line["offset"] for line in inputs] == list(range(len(events)))
+    assert all(line["level"] == "debug" for line in inputs)
+    assert decisions and all(line["level"] == "info" for line in decisions)
+    assert [line["offset"] for line in decisions] == list(range(len(decisions)))
+    assert {"cause_offset", "cause_index", "type", "workload", "timestamp"} <= set(decisions[0])
