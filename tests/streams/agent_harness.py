@@ -146,12 +146,15 @@ def kill_points(seed: int, count: int, span: int) -> list[int]:
 
 async def run_with_kills(agent: AgentProcess, log: EventLog, decisions: str, points: list[int], last: int) -> int | None:
     """Start the agent, SIGKILL it once decisions reach each point and start it again, wait for
-    the decision of input offset `last`, stop it; returns its exit code."""
+    the decision of input offset `last`, stop it; returns its exit code. `agent.interrupted`
+    counts the kills that hit an agent with work left to do."""
     try:
         agent.start()
         for point in points:
             await wait_for_cause(log, decisions, point, timeout=60, agents=[agent])
+            unfinished = await last_cause_offset(log, decisions) < last
             agent.kill()
+            agent.interrupted += unfinished
             agent.start()
         await wait_for_cause(log, decisions, last, timeout=90, agents=[agent])
         # The last kill may have come after everything was decided: let the last start finish
@@ -198,6 +201,7 @@ class AgentProcess:
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
     kills: int = 0
+    interrupted: int = 0
 
     def start(self) -> None:
         assert self.proc is None or self.proc.poll() is not None

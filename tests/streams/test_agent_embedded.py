@@ -116,6 +116,7 @@ async def test_embedded_crash_test(tmp_path: Path) -> None:
     actual = [r.value or b"" for r in await log.read_all(topics.decisions)]
     await log.close()
     assert agent.kills == 6
+    assert agent.interrupted >= 5, "at least five kills must hit an agent in the middle of its work"
     assert_exactly_once(actual, await expected_task)
     assert any(b'"reason":"MalformedEvent"' in v for v in actual), "garbage input must give Rejected decisions"
     check_recoveries(agent)

@@ -138,6 +138,7 @@ async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topic
     assert code == 0, agent.tail()
     actual = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
     assert agent.kills == 6
+    assert agent.interrupted >= 5, "at least five kills must hit an agent in the middle of its work"
     assert_exactly_once(actual, await expected_task)
     assert any(b'"reason":"MalformedEvent"' in v for v in actual)
     check_recoveries(agent)
