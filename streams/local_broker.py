@@ -406,7 +406,11 @@ def start_broker(
     (workdir / "log4j2.properties").write_text(_LOG4J2)
 
     # Kafka's cluster ids are 16 random bytes in unpadded url-safe base64.
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # An id starting with "-" would be read by the storage tool's argument parser as an option,
+    # so draw until it does not (1 in 64 draws would otherwise fail the start).
+    cluster_id = "-"
+    while cluster_id.startswith("-"):
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     fmt_cmd = _java_cmd(
         resolution.libs,
         workdir,
