@@ -91,12 +91,22 @@ class Engine:
 
     def apply(self, event: bytes | str | Mapping[str, Any] | Unparseable, offset: int) -> list[Decision]:
         out = Emitter(offset)
+        state = self.state
+        state.offset = offset
+        deferred, state.deferred = state.deferred, {}
         raw = self._decode(event, out)
-        if raw is not None:
-            submitted: list[str] = []
-            self._dispatch(raw, offset * BATCH_SLOTS, out, submitted, top_level=True)
-            schedule(self.state, out)
-            self._settle(out, submitted)
+        submitted: list[str] = []
+        applied = raw is not None and self._dispatch(raw, offset * BATCH_SLOTS, out, submitted, top_level=True)
+        if not applied:
+            # A rejected or repeated event changes nothing, not even by way of what it wakes.
+            state.deferred = {**deferred, **state.deferred}
+            return out.decisions
+        for name in deferred:
+            cq = state.cluster_queues.get(name)
+            if cq is not None:
+                wake_tree(state, cq)
+        schedule(state, out)
+        self._settle(out, submitted)
         return out.decisions
 
     # -- decoding ----------------------------------------------------------------------------
@@ -127,7 +137,8 @@ class Engine:
         out: Emitter,
         submitted: list[str],
         top_level: bool,
-    ) -> None:
+    ) -> bool:
+        """Apply one event; False when it was a producer's retry or was rejected."""
         etype = raw.get("type")
         try:
             event_id = raw.get("id")
@@ -135,7 +146,7 @@ class Engine:
                 if not isinstance(event_id, str):
                     raise InvalidInput(reasons.MALFORMED_EVENT, f"id: expected a string, got {type_name(event_id)}")
                 if event_id in self.state.seen_ids:
-                    return  # a producer's retry: already applied, no new outcome
+                    return False  # a producer's retry: already applied, no new outcome
             if raw.get("time") is not None:
                 try:
                     self._event_time = parse_time(raw["time"])
@@ -161,7 +172,7 @@ class Engine:
                         )
                         continue
                     self._dispatch(inner, seq + i, out, submitted, top_level=False)
-                return
+                return True
             handler = _HANDLERS.get(etype) if isinstance(etype, str) else None
             if handler is None:
                 raise InvalidInput(
@@ -171,9 +182,11 @@ class Engine:
             handler(self, raw, seq, out, submitted)
             if event_id is not None:
                 self.state.seen_ids.add(event_id)
+            return True
         except InvalidInput as exc:
             label = etype if isinstance(etype, str) else "event"
             out.emit(Rejected, _rejected_workload(raw), reason=exc.reason, message=f"{label}: {exc.message}")
+            return False
 
     def _settle(self, out: Emitter, submitted: list[str]) -> None:
         """Every submission gets an outcome, even one the cycle did not reach."""
@@ -185,6 +198,11 @@ class Engine:
             if ws.queued and ws.cluster_queue is not None:
                 cq = state.cluster_queues[ws.cluster_queue]
                 status = cq.queue.parked_status(key)
+                if status is None and cq.sticky is not None and cq.sticky != key:
+                    status = (
+                        reasons.QUEUED,
+                        reasons.MSG_QUEUED_BEHIND_PREEMPTOR.format(head=cq.sticky, cq=cq.name),
+                    )
                 if status is None:
                     head = cq.queue.head() or next(cq.queue.keys())
                     status = (
@@ -509,7 +527,6 @@ class Engine:
                 if not pc:
                     del state.by_priority_class[spec.priority_class]
         if cq is not None:
-            wake_tree(state, cq)
             drop_if_terminated(state, out, cq)
 
     def _workload_updated(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:

@@ -26,7 +26,7 @@ from fractions import Fraction
 from domain import reasons
 from domain.entry import Entry
 from domain.objects import NEVER
-from domain.preemption import Target, satisfies_policy, uses
+from domain.preemption import Target, preemptible_now, satisfies_policy, uses
 from domain.quota import FR, QuotaNode
 from domain.state import ClusterQueueState, State, WorkloadState
 
@@ -222,9 +222,13 @@ class FairSharingPreemptor:
         out: list[tuple[WorkloadState, ClusterQueueState]] = []
         workloads = self.state.workloads
         policy = cq.spec.preemption
+        offset = self.state.offset
         if policy.within_cluster_queue != NEVER:
             for key in cq.admitted:
                 c = workloads[key]
+                if not preemptible_now(c, offset):
+                    self.state.deferred[cq.name] = None
+                    continue
                 if satisfies_policy(ws, c, policy.within_cluster_queue) and uses(c, frs):
                     out.append((c, cq))
         if cq.node.parent is not None and policy.reclaim_within_cohort != NEVER:
@@ -236,6 +240,9 @@ class FairSharingPreemptor:
                     continue
                 for key in member.admitted:
                     c = workloads[key]
+                    if not preemptible_now(c, offset):
+                        self.state.deferred[cq.name] = None
+                        continue
                     if satisfies_policy(ws, c, policy.reclaim_within_cohort) and uses(c, frs):
                         out.append((c, member))
         return out

@@ -311,10 +311,11 @@ class FlavorAssigner:
                 continue
             if not any(t.tolerates(taint) for t in ps.tolerations + rf.tolerations):
                 return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {fname}"
-        labels = dict(rf.node_labels)
-        for key, value in ps.node_selector:
-            if key in labels and labels[key] != value:
-                return f"flavor {fname} doesn't match node affinity"
+        if ps.node_selector and rf.node_labels:
+            labels = dict(rf.node_labels)
+            for key, value in ps.node_selector:
+                if key in labels and labels[key] != value:
+                    return f"flavor {fname} doesn't match node affinity"
         return None
 
 

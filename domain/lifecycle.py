@@ -12,6 +12,7 @@ from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaRelease
 from domain.emitter import Emitter
 from domain.objects import IMMEDIATE
 from domain.queues import Status
+from domain.quota import FR
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
 
@@ -110,7 +111,8 @@ def applicable_checks(cq: ClusterQueueState, admission: Admission) -> dict[str, 
 
 
 def release(state: State, ws: WorkloadState) -> ClusterQueueState | None:
-    """Give back a workload's quota; returns the ClusterQueue it held quota in."""
+    """Give back a workload's quota and wake what it may let in; returns the ClusterQueue it
+    held quota in."""
     admission = ws.admission
     if admission is None:
         return None
@@ -120,7 +122,40 @@ def release(state: State, ws: WorkloadState) -> ClusterQueueState | None:
     ws.admission = None
     ws.cluster_queue = None
     ws.evicted = False
+    wake_after_release(state, cq, admission.usage)
     return cq
+
+
+def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]) -> None:
+    """Quota came back in cq's cohort tree: wake, in every ClusterQueue of the tree, the parked
+    heads that a release could help (see PendingQueue.wake_released)."""
+    root = cq.node.root()
+    nodes = [cq.node] if root is cq.node else root.leaves()
+    released = [fr for fr, value in usage.items() if value > 0]
+    through_parent: dict[tuple[int, FR], int] = {}  # siblings share their parent's availability
+    for node in nodes:
+        member = state.cluster_queues.get(node.name)
+        if member is None or not member.queue.parked and not member.queue.blocked:
+            continue
+        filed = member.queue.thresholds
+        available: dict[str, int] = {}
+        for fr in released:
+            if fr[1] not in filed or fr not in member.quotas:
+                continue
+            parent = node.parent
+            if parent is None:
+                amount = node.available(fr)
+            else:
+                key = (id(parent), fr)
+                above = through_parent.get(key)
+                if above is None:
+                    above = through_parent[key] = parent.available(fr)
+                amount = node.available_below(fr, above)
+            amount = max(0, amount)
+            if amount > available.get(fr[1], -1):
+                available[fr[1]] = amount
+        if member.queue.wake_released(available) and member.active:
+            state.ready[member.name] = None
 
 
 def release_policy(state: State, cq: ClusterQueueState) -> str:
@@ -161,7 +196,6 @@ def release_evicted(state: State, out: Emitter, ws: WorkloadState) -> None:
     if cq is None:
         return
     out.emit(QuotaReleased, ws.key, clusterQueue=cq.name)
-    wake_tree(state, cq)
     drop_if_terminated(state, out, cq)
     if ws.spec.active:
         route(state, out, ws)

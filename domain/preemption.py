@@ -79,6 +79,19 @@ def uses(ws: WorkloadState, frs: list[FR]) -> bool:
     return admission is not None and any(admission.usage.get(fr, 0) > 0 for fr in frs)
 
 
+def preemptible_now(ws: WorkloadState, offset: int) -> bool:
+    """A workload admitted by the event being applied is not a victim within that same event.
+
+    Each step of a preemption chain can be right by Kueue's rules and still lead back to where it
+    started (A reclaims from B, C preempts A, B takes the room back, A reclaims again...). Kueue
+    takes one step per scheduling cycle, with pods stopping in between; with Immediate release
+    quotaflow would take them all inside one input event and never return. Deferring a victim
+    admitted by this very event to the next event keeps every step and bounds each event's work;
+    it also spares a launcher a start immediately followed by a stop."""
+    admission = ws.admission
+    return admission is not None and admission.sequence[0] != offset
+
+
 def cq_path(cq: ClusterQueueState) -> str:
     parts = [cq.name] + [node.name for node in cq.node.ancestors()]
     return "/" + "/".join(reversed(parts))
@@ -191,8 +204,12 @@ class ClassicalPreemptor:
                     frs: list[FR], advantage: bool, lca: QuotaNode | None) -> list[_Candidate]:
         out: list[_Candidate] = []
         workloads = self.state.workloads
+        offset = self.state.offset
         for key in member.admitted:
             candidate = workloads[key]
+            if not preemptible_now(candidate, offset):
+                self.state.deferred[cq.name] = None
+                continue
             variant = self._classify(cq, preemptor, candidate, member.name, frs, advantage)
             if variant:
                 out.append(_Candidate(candidate, member, variant, lca))

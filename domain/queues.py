@@ -25,7 +25,10 @@ Status = tuple[str, str]  # (reason, message)
 
 
 class PendingQueue:
-    __slots__ = ("strict", "members", "classes", "class_of", "ready", "parked", "blocked")
+    __slots__ = (
+        "strict", "members", "classes", "class_of", "ready", "parked", "blocked",
+        "generic", "waiting_for", "thresholds", "serial",
+    )
 
     def __init__(self, strict: bool) -> None:
         self.strict = strict
@@ -35,6 +38,15 @@ class PendingQueue:
         self.ready: Any = SortedList()  # (head OrderKey, class) of classes worth trying
         self.parked: dict[Hashable, Status] = {}  # class -> why its head failed
         self.blocked = False
+        # BestEffortFIFO parked classes are of two kinds. Most wait for "something to change" and
+        # wake on any release in the cohort (`generic`). A class whose head asks, for some pod
+        # set, more of a resource than any flavor has available waits for that resource only:
+        # it is filed under (resource, amount) and wakes only when a release makes that much
+        # available in some flavor. This is what keeps a finish cheap under a large backlog.
+        self.generic: dict[Hashable, None] = {}
+        self.waiting_for: dict[Hashable, tuple[str, int, int]] = {}  # class -> (resource, amount, serial)
+        self.thresholds: dict[str, Any] = {}  # resource -> SortedList[(amount, serial, class)]
+        self.serial = 0
 
     def __len__(self) -> int:
         return len(self.members)
@@ -80,7 +92,7 @@ class PendingQueue:
         members.remove(key)
         if not members:
             del self.classes[cls]
-            self.parked.pop(cls, None)
+            self._unfile(cls)
         if not was_ready_head:
             return
         self.ready.remove((key, cls))
@@ -100,10 +112,11 @@ class PendingQueue:
             return None
         return self.ready[0][0]  # type: ignore[no-any-return]
 
-    def park(self, key: OrderKey, status: Status, blocks: bool = True) -> None:
+    def park(self, key: OrderKey, status: Status, blocks: bool = True,
+             needs: tuple[str, int] | None = None) -> None:
         """This workload (a head) could not be admitted, and nothing will change that until
-        `requeue_all`: park its class. In StrictFIFO a parked head blocks the queue unless
-        `blocks` is false."""
+        `requeue_all` (or, for a class filed with `needs`, until `wake_released` offers that
+        much). In StrictFIFO a parked head blocks the queue unless `blocks` is false."""
         cls = self.class_of[key[3]]
         if self.strict and blocks:
             self.blocked = True
@@ -114,6 +127,43 @@ class PendingQueue:
             head = self.classes[cls][0]
             self.ready.remove((head, cls))
         self.parked[cls] = status
+        if needs is None or self.strict:
+            self.generic[cls] = None
+            return
+        resource, amount = needs
+        self.serial += 1
+        self.waiting_for[cls] = (resource, amount, self.serial)
+        index = self.thresholds.get(resource)
+        if index is None:
+            index = self.thresholds[resource] = SortedList()
+        index.add((amount, self.serial, cls))
+
+    def _unfile(self, cls: Hashable) -> None:
+        self.parked.pop(cls, None)
+        self.generic.pop(cls, None)
+        filed = self.waiting_for.pop(cls, None)
+        if filed is not None:
+            resource, amount, serial = filed
+            self.thresholds[resource].remove((amount, serial, cls))
+
+    def _wake(self, cls: Hashable) -> None:
+        self._unfile(cls)
+        self.ready.add((self.classes[cls][0], cls))
+
+    def wake_released(self, available: dict[str, int]) -> bool:
+        """Quota was released: wake the classes that waited for any change, and those filed
+        under a resource of which at least their amount is now available."""
+        if self.strict:
+            return self.requeue_all()
+        woke = bool(self.generic)
+        for cls in list(self.generic):
+            self._wake(cls)
+        for resource, amount in available.items():
+            index = self.thresholds.get(resource)
+            while index and index[0][0] <= amount:
+                self._wake(index[0][2])
+                woke = True
+        return woke
 
     def is_parked(self, wl_key: str) -> bool:
         cls = self.class_of.get(wl_key)
@@ -125,12 +175,16 @@ class PendingQueue:
             woke = (self.blocked or bool(self.parked)) and bool(self.members)
             self.blocked = False
             self.parked.clear()
+            self.generic.clear()
             return woke
         if not self.parked:
             return False
         for cls in self.parked:
             self.ready.add((self.classes[cls][0], cls))
         self.parked.clear()
+        self.generic.clear()
+        self.waiting_for.clear()
+        self.thresholds.clear()
         return True
 
     def restore_parked(self, cls: Hashable, status: Status) -> None:
@@ -140,6 +194,7 @@ class PendingQueue:
             if (head, cls) in self.ready:
                 self.ready.remove((head, cls))
         self.parked[cls] = status
+        self.generic[cls] = None  # refiled by resource, if it still cannot fit, on its next wake
 
     def is_ready(self) -> bool:
         return self.head() is not None

@@ -99,7 +99,10 @@ class QuotaNode:
         parent = self.parent
         if parent is None:
             return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
-        headroom = parent.available(fr)
+        return self.available_below(fr, parent.available(fr))
+
+    def available_below(self, fr: FR, headroom: int) -> int:
+        """available() given what the parent has available (`headroom`)."""
         bl = self.borrowing_limit.get(fr)
         local = self.local_quota(fr)
         usage = self.usage.get(fr, 0)

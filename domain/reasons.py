@@ -67,4 +67,11 @@ MSG_QUEUED_STRICT: Final = (
 )
 MSG_FAILED_CHECKS: Final = "The workload has failed admission checks"
 MSG_OVERLAPPING_TARGETS: Final = "Workload has overlapping preemption targets with another workload"
+MSG_DEFERRED_FIT: Final = (
+    "Workload has overlapping preemption targets with another workload, but will fit after these "
+    "preemptions complete"
+)
+MSG_QUEUED_BEHIND_PREEMPTOR: Final = (
+    "Workload is queued behind {head}, which waits for preempted workloads in ClusterQueue {cq}"
+)
 MSG_PENDING_PREEMPTION: Final = "{message}. Pending the preemption of {count} workload(s)"

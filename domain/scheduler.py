@@ -48,6 +48,9 @@ def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
             del state.ready[name]
             continue
         ws = _sticky_head(state, cq)
+        if ws is not None and cq.queue.is_parked(ws.key):
+            del state.ready[name]  # its preemptor waits for victims: nothing else goes first
+            continue
         if ws is None:
             key = cq.queue.head()
             if key is None:
@@ -55,6 +58,8 @@ def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
                 continue
             ws = state.workloads[key[3]]
         out.append((cq, ws))
+    if out and state.waiting_preemptors:
+        _add_waiting_preemptors(state, out)
     return out
 
 
@@ -63,10 +68,27 @@ def _sticky_head(state: State, cq: ClusterQueueState) -> WorkloadState | None:
     if cq.sticky is None or cq.queue.strict:
         return None
     ws = state.workloads.get(cq.sticky)
-    if ws is None or not ws.queued or ws.cluster_queue != cq.name or cq.queue.is_parked(ws.key):
+    if ws is None or not ws.queued or ws.cluster_queue != cq.name:
         cq.sticky = None
+        state.waiting_preemptors.pop(cq.name, None)
         return None
     return ws
+
+
+def _add_waiting_preemptors(state: State, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> None:
+    """A preemptor waiting for its victims is, in Kueue, the head of its ClusterQueue in every
+    cycle: it holds its room against entries ranked after it. Here it sleeps (so that a quiet
+    cluster reaches a fixed point) and joins every cycle in which its cohort tree has work."""
+    roots = {id(cq.node.root()) for cq, _ in batch}
+    present = {cq.name for cq, _ in batch}
+    for name in list(state.waiting_preemptors):
+        cq = state.cluster_queues.get(name)
+        ws = _sticky_head(state, cq) if cq is not None else None
+        if cq is None or ws is None or not cq.active:
+            state.waiting_preemptors.pop(name, None)
+            continue
+        if name not in present and id(cq.node.root()) in roots:
+            batch.append((cq, ws))
 
 
 class Scheduler:
@@ -156,9 +178,10 @@ class Scheduler:
                 status = (reasons.MISCONFIGURED, reasons.MSG_NAMESPACE_MISMATCH)
                 self._park(out, cq, ws, status, blocks=False)
                 continue
-            if self._still_hopeless(cq, ws):
+            needs = self._still_hopeless(cq, ws)
+            if needs is not None:
                 assert ws.last_status is not None
-                cq.queue.park(ws.order_key, ws.last_status)
+                cq.queue.park(ws.order_key, ws.last_status, needs=needs)
                 continue
             entries.append(self.assign(cq, ws))
         ordered: Iterable[Entry]
@@ -183,7 +206,7 @@ class Scheduler:
                     cq.node.add_usages(reserved[-1][1])
                 continue
             if any(t.ws.key in victims for t in entry.targets):
-                set_pending(state, out, ws, (reasons.WAITING_FOR_QUOTA, reasons.MSG_OVERLAPPING_TARGETS))
+                self._overlapping(out, entry, victims, reserved)
                 continue
             if not _fits(cq, assignment, entry.targets):
                 # Another entry of this cycle took the room; try again next cycle.
@@ -192,6 +215,7 @@ class Scheduler:
             if assignment.mode == MODE_FIT:
                 if cq.sticky == ws.key:
                     cq.sticky = None
+                    state.waiting_preemptors.pop(cq.name, None)
                 admit(state, out, cq, ws, _admission(cq, assignment, out))
                 continue
             reserved.append((cq, dict(assignment.usage)))
@@ -201,25 +225,26 @@ class Scheduler:
                 reasons.WAITING_FOR_PREEMPTED_WORKLOADS,
                 reasons.MSG_PENDING_PREEMPTION.format(message=assignment.message(), count=len(entry.targets)),
             )
+            cq.sticky = ws.key
             if issued:
                 set_pending(state, out, ws, status)
-                cq.sticky = ws.key
             else:
-                # Every victim is already on its way out: wait for their quota to come back.
-                self._park(out, cq, ws, status)
+                self._wait_for_victims(out, cq, ws, status, assignment)
         for cq, hold in reserved:
             cq.node.add_usages(hold, -1)
 
-    def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState) -> bool:
+    def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState) -> tuple[str, int] | None:
         """A woken head that was waiting for quota, in a ClusterQueue that cannot preempt, and
         for which some pod set's request of some resource exceeds what every flavor has
         available: it cannot fit, so its answer is the one it had. Skipping the full flavor
-        assignment here is what keeps a finish cheap when large workloads wait."""
+        assignment here is what keeps a finish cheap when large workloads wait.
+
+        Returns the (resource, amount) it waits for, or None if it may fit and must be tried."""
         if ws.last_status is None or ws.last_status[0] != reasons.WAITING_FOR_QUOTA or self.fair:
-            return False
+            return None
         policy = cq.spec.preemption
         if policy.within_cluster_queue != NEVER or policy.reclaim_within_cohort != NEVER:
-            return False
+            return None
         node = cq.node
         for ps in ws.spec.pod_sets:
             count = ps.min_count if ps.min_count is not None else ps.count
@@ -229,8 +254,8 @@ class Scheduler:
                 if need <= 0 or group is None:
                     continue
                 if all(node.available((f.name, res)) < need for f in group.flavors):
-                    return True
-        return False
+                    return res, need
+        return None
 
     def _preempt(self, out: Emitter, entry: Entry, victims: dict[str, None]) -> int:
         issued = 0
@@ -248,7 +273,45 @@ class Scheduler:
         cq.queue.park(ws.order_key, status, blocks)
         if cq.sticky == ws.key:
             cq.sticky = None
+            self.state.waiting_preemptors.pop(cq.name, None)
         set_pending(self.state, out, ws, status)
+
+    def _wait_for_victims(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState,
+                          status: Status, assignment: Assignment) -> None:
+        """Every victim is already on its way out: sleep until quota comes back, staying the
+        sticky head. Look-alikes that join its class meanwhile were not evaluated: they only
+        learn that quota is short, not about preemptions that are not theirs."""
+        cq.queue.park(ws.order_key, (reasons.WAITING_FOR_QUOTA, assignment.message()))
+        self.state.waiting_preemptors[cq.name] = None
+        set_pending(self.state, out, ws, status)
+
+    def _overlapping(self, out: Emitter, entry: Entry, victims: dict[str, None],
+                     reserved: list[tuple[ClusterQueueState, dict[FR, int]]]) -> None:
+        """Kueue's DeferredFit: this entry's victims were already chosen by an entry before it.
+        If it fits once those are gone, it keeps its room and waits for them; if not, it is
+        skipped this cycle."""
+        state = self.state
+        cq, ws = entry.cq, entry.ws
+        gone = [state.workloads[key] for key in victims if key in state.workloads]
+        gone = [v for v in gone if v.admission is not None]
+        for v in gone:
+            state.cluster_queues[v.admission.cluster_queue].node.add_usages(v.admission.usage, -1)  # type: ignore[union-attr]
+        try:
+            again = self.assign(cq, ws)
+        finally:
+            for v in gone:
+                state.cluster_queues[v.admission.cluster_queue].node.add_usages(v.admission.usage)  # type: ignore[union-attr]
+        if again.assignment.mode != MODE_FIT:
+            set_pending(state, out, ws, (reasons.WAITING_FOR_QUOTA, reasons.MSG_OVERLAPPING_TARGETS))
+            return
+        reserved.append((cq, dict(again.assignment.usage)))
+        cq.node.add_usages(again.assignment.usage)
+        cq.sticky = ws.key
+        self._wait_for_victims(
+            out, cq, ws,
+            (reasons.WAITING_FOR_PREEMPTED_WORKLOADS, reasons.MSG_DEFERRED_FIT),
+            again.assignment,
+        )
 
 
 def schedule(state: State, out: Emitter) -> None:

@@ -68,6 +68,7 @@ class Snapshot(msgspec.Struct):
     finished: list[str]
     seen_ids: list[str]
     clock: int
+    deferred: list[str]
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -122,6 +123,7 @@ def dump(engine: Engine) -> bytes:
         finished=list(state.finished),
         seen_ids=sorted(state.seen_ids),
         clock=state.clock,
+        deferred=list(state.deferred),
     )
     return _encoder.encode(snap)
 
@@ -167,6 +169,8 @@ def load(data: bytes) -> Engine:
             cq.queue.restore_parked(cq.queue.class_of[member], status)
         cq.queue.blocked = q.blocked
         cq.sticky = q.sticky
+        if q.sticky is not None and cq.queue.is_parked(q.sticky):
+            state.waiting_preemptors[q.name] = None
     state.by_local_queue = {(ns, lq): dict.fromkeys(keys) for ns, lq, keys in snap.by_local_queue}
     state.by_priority_class = {pc: dict.fromkeys(keys) for pc, keys in snap.by_priority_class}
     state.parked = {on: dict.fromkeys(keys) for on, keys in snap.parked}
@@ -174,6 +178,7 @@ def load(data: bytes) -> Engine:
     state.finished = dict.fromkeys(snap.finished)
     state.seen_ids = set(snap.seen_ids)
     state.clock = snap.clock
+    state.deferred = dict.fromkeys(snap.deferred)
     if scratch.decisions:
         raise SnapshotError("restoring the configuration produced decisions; snapshot is inconsistent")
     return engine

@@ -115,8 +115,14 @@ class State:
     by_local_queue: dict[LQKey, dict[str, None]] = field(default_factory=dict)
     by_priority_class: dict[str, dict[str, None]] = field(default_factory=dict)
     ready: dict[str, None] = field(default_factory=dict)  # ClusterQueues that may have a head to try
+    # ClusterQueues whose sticky preemptor sleeps until its victims' quota comes back.
+    waiting_preemptors: dict[str, None] = field(default_factory=dict)
+    # ClusterQueues with a head that could not preempt a workload admitted by the same event:
+    # they try again at the next input event, whatever it is (see preemption.preemptible_now).
+    deferred: dict[str, None] = field(default_factory=dict)
     seen_ids: set[str] = field(default_factory=set)  # membership only; never iterated
     clock: int = 0  # latest event time seen (µs), for workloads that carry no timestamp
+    offset: int = -1  # the input offset being applied (not part of snapshots: set per event)
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         labels = self.namespaces.get(namespace)
