@@ -161,9 +161,9 @@ def _recompute(node: QuotaNode) -> None:
         child = node.children[name]
         _recompute(child)
         for fr, value in child.subtree.items():
-            lent = value - child.local_quota(fr)
-            if lent:
-                subtree[fr] = subtree.get(fr, 0) + lent
+            # Zeros are kept too, as Kueue accumulates them: a cohort then "has" every
+            # flavor-resource of its subtree, which fair sharing's shares iterate over.
+            subtree[fr] = subtree.get(fr, 0) + value - child.local_quota(fr)
         for fr, value in child.usage.items():
             visible = max(0, value - child.local_quota(fr))
             if visible:

@@ -193,6 +193,7 @@ class Scheduler:
         # Quota set aside for the rest of this cycle only: for entries waiting on victims and
         # for preemptors that cannot get any, so lower-ranked entries cannot take that room.
         reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
+        held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # the part of it preemptors hold
         victims: dict[str, None] = {}
         for entry in ordered:
             cq, ws, assignment = entry.cq, entry.ws, entry.assignment
@@ -206,11 +207,17 @@ class Scheduler:
                     cq.node.add_usages(reserved[-1][1])
                 continue
             if any(t.ws.key in victims for t in entry.targets):
-                self._overlapping(out, entry, victims, reserved)
+                self._overlapping(out, entry, victims, reserved, held)
                 continue
             if not _fits(cq, assignment, entry.targets):
-                # Another entry of this cycle took the room; try again next cycle.
-                set_pending(state, out, ws, (reasons.WAITING_FOR_QUOTA, reasons.MSG_NO_LONGER_FITS))
+                status = (reasons.WAITING_FOR_QUOTA, reasons.MSG_NO_LONGER_FITS)
+                if self._held_by_preemptors(cq, assignment, entry.targets, held):
+                    # A preemptor waiting for its victims holds the room, in every cycle until
+                    # they are gone: wait for that release rather than retry in vain.
+                    self._park(out, cq, ws, status)
+                else:
+                    # Another entry of this cycle took the room; try again next cycle.
+                    set_pending(state, out, ws, status)
                 continue
             if assignment.mode == MODE_FIT:
                 if cq.sticky == ws.key:
@@ -219,6 +226,7 @@ class Scheduler:
                 admit(state, out, cq, ws, _admission(cq, assignment, out))
                 continue
             reserved.append((cq, dict(assignment.usage)))
+            held.append(reserved[-1])
             cq.node.add_usages(assignment.usage)
             issued = self._preempt(out, entry, victims)
             status = (
@@ -285,8 +293,22 @@ class Scheduler:
         self.state.waiting_preemptors[cq.name] = None
         set_pending(self.state, out, ws, status)
 
+    @staticmethod
+    def _held_by_preemptors(cq: ClusterQueueState, assignment: Assignment, targets: list[Target],
+                            held: list[tuple[ClusterQueueState, dict[FR, int]]]) -> bool:
+        """Would the entry fit if the preemptors of this cycle did not hold their room?"""
+        if not held:
+            return False
+        for holder, usage in held:
+            holder.node.add_usages(usage, -1)
+        fits = _fits(cq, assignment, targets)
+        for holder, usage in held:
+            holder.node.add_usages(usage)
+        return fits
+
     def _overlapping(self, out: Emitter, entry: Entry, victims: dict[str, None],
-                     reserved: list[tuple[ClusterQueueState, dict[FR, int]]]) -> None:
+                     reserved: list[tuple[ClusterQueueState, dict[FR, int]]],
+                     held: list[tuple[ClusterQueueState, dict[FR, int]]]) -> None:
         """Kueue's DeferredFit: this entry's victims were already chosen by an entry before it.
         If it fits once those are gone, it keeps its room and waits for them; if not, it is
         skipped this cycle."""
@@ -305,6 +327,7 @@ class Scheduler:
             set_pending(state, out, ws, (reasons.WAITING_FOR_QUOTA, reasons.MSG_OVERLAPPING_TARGETS))
             return
         reserved.append((cq, dict(again.assignment.usage)))
+        held.append(reserved[-1])
         cq.node.add_usages(again.assignment.usage)
         cq.sticky = ws.key
         self._wait_for_victims(
