@@ -333,15 +333,22 @@ class _TargetOrdering:
 
     def __iter__(self) -> Iterator[ClusterQueueState]:
         node = self.cq.node
-        if node.parent is None:
-            while self.cq.name not in self.pruned_queues and self.has(self.cq):
-                yield self.cq
-            return
         root = node.root()
         while id(root) not in self.pruned_cohorts:
-            target = self._next(root)
-            if target is not None:
-                yield target
+            target = self.cq if node.parent is None else self._next(root)
+            if target is None:
+                continue
+            if target.name in self.pruned_queues or not self.has(target):
+                if node.parent is None:
+                    return
+                self.pruned_queues.add(target.name)
+                continue
+            left = len(self.by_queue[target.name])
+            yield target
+            # A target the consumer took nothing from is not offered again: every turn of this
+            # loop then removes a candidate or a queue, so it ends.
+            if len(self.by_queue.get(target.name, ())) == left:
+                self.pruned_queues.add(target.name)
 
     def _next(self, cohort: QuotaNode) -> ClusterQueueState | None:
         best_cq: ClusterQueueState | None = None
