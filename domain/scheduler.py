@@ -324,7 +324,12 @@ class Scheduler:
             for v in gone:
                 state.cluster_queues[v.admission.cluster_queue].node.add_usages(v.admission.usage)  # type: ignore[union-attr]
         if again.assignment.mode != MODE_FIT:
-            set_pending(state, out, ws, (reasons.WAITING_FOR_QUOTA, reasons.MSG_OVERLAPPING_TARGETS))
+            # Kueue retries it next cycle and meets the same victims until they are gone; here
+            # it sleeps until they release their quota, so that the cycle reaches a fixed point.
+            # A sticky preemptor stays sticky: it still heads its queue when it wakes.
+            status = (reasons.WAITING_FOR_QUOTA, reasons.MSG_OVERLAPPING_TARGETS)
+            cq.queue.park(ws.order_key, status)
+            set_pending(state, out, ws, status)
             return
         reserved.append((cq, dict(again.assignment.usage)))
         held.append(reserved[-1])

@@ -44,11 +44,12 @@ from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_engine_properties import usage_of
 
 from domain.decisions import encode
 from domain.emitter import Emitter
 from domain.engine import Engine
-from domain.quantity import amount
+from domain.scheduler import Scheduler
 
 FR = tuple[str, str]
 CPU = "cpu"
@@ -371,14 +372,6 @@ class Ledger:
         return out
 
 
-def usage_of(d: dict[str, Any]) -> dict[FR, int]:
-    usage: dict[FR, int] = defaultdict(int)
-    for ps in d["podSetAssignments"]:
-        for res, flavor in ps["flavors"].items():
-            usage[(flavor, res)] += amount(res, ps["resourceUsage"][res])
-    return dict(usage)
-
-
 def to_event(op: Any, tree: Tree, ledger: Ledger, serial: int) -> dict[str, Any] | None:
     cqs = tree.cqs
     if isinstance(op, Submit):
@@ -458,6 +451,9 @@ def check_engine_tree(engine: Engine, tree: Tree, quotas: Quotas, raw: dict[str,
 
 
 MAX_DECISIONS_PER_EVENT = 2000  # far above anything these small trees can need; more is a livelock
+# A scheduling cycle either emits, parks or admits; a silent livelock repeats cycles that do none
+# of it (Pending is emitted only on a change of reason), so cycles are bounded too.
+MAX_CYCLES_PER_EVENT = 2000
 
 
 class Livelock(AssertionError):
@@ -475,7 +471,18 @@ def bounded_events(limit: int = MAX_DECISIONS_PER_EVENT) -> Iterator[None]:
             raise Livelock(f"input event {self.offset} did not settle after {limit} decisions; last:\n{tail}")
         original(self, *args, **kwargs)
 
-    with patch.object(Emitter, "emit", emit):
+    cycles = 0
+    original_cycle = Scheduler.run_cycle
+
+    def run_cycle(self: Scheduler, out: Emitter, batch: Any) -> None:
+        nonlocal cycles
+        cycles += 1
+        if cycles > MAX_CYCLES_PER_EVENT:
+            heads = ", ".join(f"{ws.key} {ws.last_status}" for _cq, ws in batch)
+            raise Livelock(f"input event {out.offset} did not settle after {cycles - 1} cycles; heads: {heads}")
+        original_cycle(self, out, batch)
+
+    with patch.object(Emitter, "emit", emit), patch.object(Scheduler, "run_cycle", run_cycle):
         yield
 
 

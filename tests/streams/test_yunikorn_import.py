@@ -100,7 +100,7 @@ def objects(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def cpu_quota(obj: dict[str, Any], resource: str = "cpu") -> dict[str, str]:
+def quota_of(obj: dict[str, Any], resource: str = "cpu") -> dict[str, str]:
     (group,) = obj["spec"]["resourceGroups"]
     (flavor,) = group["flavors"]
     (item,) = [r for r in flavor["resources"] if r["name"] == resource]
@@ -124,13 +124,13 @@ def test_seed_004_example_maps_to_root_cohort_parent_cohort_and_three_cluster_qu
         "ClusterQueue/child3",
         "LocalQueue/child3/child3",
     ]
-    assert cpu_quota(objs["Cohort/root"]) == {"nominalQuota": "900"}  # the sum of the top-level maxes
+    assert quota_of(objs["Cohort/root"]) == {"nominalQuota": "900"}  # the sum of the top-level maxes
     assert "parentName" not in objs["Cohort/root"]["spec"]
     assert objs["Cohort/parent"]["spec"]["parentName"] == "root"
-    assert cpu_quota(objs["Cohort/parent"]) == {"nominalQuota": "0", "borrowingLimit": "900"}
-    assert cpu_quota(objs["ClusterQueue/child1"]) == {"nominalQuota": "0"}  # no max: bounded by parent
-    assert cpu_quota(objs["ClusterQueue/child2"]) == {"nominalQuota": "0", "borrowingLimit": "750"}
-    assert cpu_quota(objs["ClusterQueue/child3"]) == {"nominalQuota": "0", "borrowingLimit": "750"}
+    assert quota_of(objs["Cohort/parent"]) == {"nominalQuota": "0", "borrowingLimit": "900"}
+    assert quota_of(objs["ClusterQueue/child1"]) == {"nominalQuota": "0"}  # no max: bounded by parent
+    assert quota_of(objs["ClusterQueue/child2"]) == {"nominalQuota": "0", "borrowingLimit": "750"}
+    assert quota_of(objs["ClusterQueue/child3"]) == {"nominalQuota": "0", "borrowingLimit": "750"}
     for name in ("child1", "child2", "child3"):
         cq = objs[f"ClusterQueue/{name}"]["spec"]
         assert cq["cohortName"] == "parent" and cq["namespaceSelector"] == {}
@@ -169,25 +169,25 @@ partitions:
     cq = objs["ClusterQueue/a"]
     group = cq["spec"]["resourceGroups"][0]
     assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
-    assert cpu_quota(cq, "cpu") == {"nominalQuota": "250m", "borrowingLimit": "9750m"}  # 10 - 0.25 CPUs
-    memory = cpu_quota(cq, "memory")
+    assert quota_of(cq, "cpu") == {"nominalQuota": "250m", "borrowingLimit": "9750m"}  # 10 - 0.25 CPUs
+    memory = quota_of(cq, "memory")
     assert memory["nominalQuota"] == "1Gi" and amount("memory", memory["borrowingLimit"]) == 500 * 10**9 - 2**30
-    assert cpu_quota(cq, "nvidia.com/gpu") == {"nominalQuota": "1", "borrowingLimit": "1"}
+    assert quota_of(cq, "nvidia.com/gpu") == {"nominalQuota": "1", "borrowingLimit": "1"}
     # The root holds the cluster: capacity minus the guarantees below it.
     root = objs["Cohort/root"]
-    assert cpu_quota(root, "cpu") == {"nominalQuota": "15750m"}
-    assert amount("memory", cpu_quota(root, "memory")["nominalQuota"]) == 10**12 - 2**30
-    assert cpu_quota(root, "nvidia.com/gpu") == {"nominalQuota": "3"}
+    assert quota_of(root, "cpu") == {"nominalQuota": "15750m"}
+    assert amount("memory", quota_of(root, "memory")["nominalQuota"]) == 10**12 - 2**30
+    assert quota_of(root, "nvidia.com/gpu") == {"nominalQuota": "3"}
     for r, quantity in (("cpu", "250m"), ("memory", "1Gi")):
-        assert amount(r, cpu_quota(cq, r)["nominalQuota"]) == amount(r, quantity)
+        assert amount(r, quota_of(cq, r)["nominalQuota"]) == amount(r, quantity)
 
 
 def test_seed_004_static_queues_guaranteed_and_max() -> None:
     objs = objects(convert(SEED_004_STATIC))
-    assert cpu_quota(objs["Cohort/root"], "cpu") == {"nominalQuota": "50"}  # 80 + 60 + 10 - (50 + 40 + 10)
-    assert cpu_quota(objs["ClusterQueue/advertisement"], "cpu") == {"nominalQuota": "50", "borrowingLimit": "30"}
-    assert cpu_quota(objs["ClusterQueue/advertisement"], "memory") == {"nominalQuota": "500G", "borrowingLimit": "300G"}
-    assert cpu_quota(objs["ClusterQueue/sandbox"], "cpu") == {"nominalQuota": "10", "borrowingLimit": "0"}
+    assert quota_of(objs["Cohort/root"], "cpu") == {"nominalQuota": "50"}  # 80 + 60 + 10 - (50 + 40 + 10)
+    assert quota_of(objs["ClusterQueue/advertisement"], "cpu") == {"nominalQuota": "50", "borrowingLimit": "30"}
+    assert quota_of(objs["ClusterQueue/advertisement"], "memory") == {"nominalQuota": "500G", "borrowingLimit": "300G"}
+    assert quota_of(objs["ClusterQueue/sandbox"], "cpu") == {"nominalQuota": "10", "borrowingLimit": "0"}
 
 
 def test_cohort_nominal_is_its_guarantee_beyond_its_childrens() -> None:
@@ -207,12 +207,12 @@ partitions:
                   - {name: t2, resources: {guaranteed: {vcore: 1}}}
               - {name: ops, resources: {max: {vcore: 3}}}
 """, parse_capacity("cpu=40")))
-    assert cpu_quota(objs["ClusterQueue/t1"]) == {"nominalQuota": "2", "borrowingLimit": "3"}
-    assert cpu_quota(objs["ClusterQueue/t2"]) == {"nominalQuota": "1"}
-    assert cpu_quota(objs["Cohort/dept"]) == {"nominalQuota": "3"}  # 6 - (2 + 1), no max
-    assert cpu_quota(objs["ClusterQueue/ops"]) == {"nominalQuota": "0", "borrowingLimit": "3"}
-    assert cpu_quota(objs["Cohort/org"]) == {"nominalQuota": "4", "borrowingLimit": "10"}  # 10 - 6; 20 - 10
-    assert cpu_quota(objs["Cohort/root"]) == {"nominalQuota": "30"}  # 40 - 10
+    assert quota_of(objs["ClusterQueue/t1"]) == {"nominalQuota": "2", "borrowingLimit": "3"}
+    assert quota_of(objs["ClusterQueue/t2"]) == {"nominalQuota": "1"}
+    assert quota_of(objs["Cohort/dept"]) == {"nominalQuota": "3"}  # 6 - (2 + 1), no max
+    assert quota_of(objs["ClusterQueue/ops"]) == {"nominalQuota": "0", "borrowingLimit": "3"}
+    assert quota_of(objs["Cohort/org"]) == {"nominalQuota": "4", "borrowingLimit": "10"}  # 10 - 6; 20 - 10
+    assert quota_of(objs["Cohort/root"]) == {"nominalQuota": "30"}  # 40 - 10
     assert objs["Cohort/dept"]["spec"]["parentName"] == "org"
 
 
@@ -234,7 +234,7 @@ partitions:
     assert objs["ClusterQueue/default-batch-jobs"]["spec"]["cohortName"] == "default"
     assert objs["LocalQueue/default-batch-jobs/default-batch-jobs"]["metadata"]["annotations"]["quotaflow.dev/yunikorn-queue"] == "root.batch_jobs"
     assert objs["ClusterQueue/gpu-train"]["spec"]["cohortName"] == "gpu"
-    assert cpu_quota(objs["Cohort/gpu"], "nvidia.com/gpu") == {"nominalQuota": "8"}
+    assert quota_of(objs["Cohort/gpu"], "nvidia.com/gpu") == {"nominalQuota": "8"}
     # A single partition not named default keeps unprefixed names, its root named after it.
     objs = objects(convert("partitions: [{name: research, queues: [{name: a, resources: {max: {vcore: 2}}}]}]"))
     assert set(objs) == {"ResourceFlavor/default-flavor", "Cohort/research", "ClusterQueue/a", "LocalQueue/a/a"}
@@ -242,10 +242,10 @@ partitions:
 
 def test_top_level_max_above_the_cluster_is_capped_at_the_cluster() -> None:
     objs = objects(convert(SEED_004, parse_capacity("cpu=500")))
-    assert cpu_quota(objs["Cohort/root"]) == {"nominalQuota": "500"}
-    assert cpu_quota(objs["Cohort/parent"]) == {"nominalQuota": "0", "borrowingLimit": "500"}
-    assert cpu_quota(objs["ClusterQueue/child2"]) == {"nominalQuota": "0", "borrowingLimit": "500"}
-    assert cpu_quota(objs["ClusterQueue/child1"]) == {"nominalQuota": "0"}
+    assert quota_of(objs["Cohort/root"]) == {"nominalQuota": "500"}
+    assert quota_of(objs["Cohort/parent"]) == {"nominalQuota": "0", "borrowingLimit": "500"}
+    assert quota_of(objs["ClusterQueue/child2"]) == {"nominalQuota": "0", "borrowingLimit": "500"}
+    assert quota_of(objs["ClusterQueue/child1"]) == {"nominalQuota": "0"}
 
 
 @pytest.mark.parametrize(
