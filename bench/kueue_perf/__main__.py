@@ -1,0 +1,146 @@
+"""Kueue's scheduler performance suite against quotaflow, in virtual time and in real time on Kafka.
+
+    python -m bench.kueue_perf                                   # baseline, virtual time
+    python -m bench.kueue_perf --config large-scale --mode both  # + the agent on Kafka, wall clock
+    python -m bench.kueue_perf --mode real --time-scale 0.2      # a quick real-time run (5x faster)
+
+`--config` takes `baseline`, `large-scale` (copies of Kueue's configs) or a path to any
+generator.yaml in Kueue's format. Real time uses `--bootstrap` or $QUOTAFLOW_KAFKA_BOOTSTRAP,
+else starts a local broker (streams/local_broker.py) for the run. A benchmark: it prints
+numbers next to Kueue's calibrated means and never fails on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+from bench.kueue_perf import config as config_mod
+from bench.kueue_perf import generator, virtual
+from bench.kueue_perf.recorder import Summary
+from bench.kueue_perf.reference import MEANS, KueueMeans
+
+CLASS_ORDER = ("large", "medium", "small")
+
+
+def _commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "domain", "streams", "bench/kueue_perf"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + (" (with uncommitted edits)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _classes(names: list[str]) -> list[str]:
+    return [c for c in CLASS_ORDER if c in names] + sorted(c for c in names if c not in CLASS_ORDER)
+
+
+def _row(label: str, s: Summary, extra: str) -> str:
+    usage = " / ".join(f"{v.usage:.1f}%" for v in s.cluster_queue_classes.values())
+    names = _classes(list(s.workload_classes))
+    tta = " / ".join(f"{s.workload_classes[c].avg_time_to_admission_ms / 1000:.1f}" for c in names)
+    ev = sum(v.total_evictions for v in s.workload_classes.values())
+    done = "" if s.complete else "  INCOMPLETE"
+    return f"| {label} | {s.wall_ms / 1000:,.1f} s | {usage} | {tta} s | {ev:,} | {extra}{done} |"
+
+
+def _kueue_row(m: KueueMeans, names: list[str]) -> str:
+    usage = " / ".join(f"{v:.1f}%" for v in m.usage_percent.values())
+    tta = " / ".join(f"{m.time_to_admission_ms[c] / 1000:.1f}" for c in names if c in m.time_to_admission_ms)
+    return f"| Kueue (calibrated means) | {m.wall_ms / 1000:,.1f} s | {usage} | {tta} s | — | — |"
+
+
+def _beats(s: Summary, m: KueueMeans) -> list[str]:
+    """The columns where this run is not better than Kueue's mean."""
+    worse = []
+    if s.wall_ms > m.wall_ms:
+        worse.append("wall")
+    for c, v in s.cluster_queue_classes.items():
+        if c in m.usage_percent and v.usage < m.usage_percent[c]:
+            worse.append(f"usage {c}")
+    for c, w in s.workload_classes.items():
+        if c in m.time_to_admission_ms and w.avg_time_to_admission_ms > m.time_to_admission_ms[c]:
+            worse.append(f"time to admission {c}")
+    return worse
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", action="append", help="baseline, large-scale or a path (repeatable; default baseline)")
+    p.add_argument("--mode", choices=("virtual", "real", "both"), default="virtual")
+    p.add_argument("--time-scale", type=float, default=1.0, help="real time: run the schedule this many times faster (< 1 is faster)")
+    p.add_argument("--no-batch", action="store_true", help="send simultaneous events one by one instead of as one Batch")
+    p.add_argument("--bootstrap", default=None, help="Kafka bootstrap HOST:PORT (default: $QUOTAFLOW_KAFKA_BOOTSTRAP or a local broker)")
+    p.add_argument("--max-wall", type=float, default=7200.0, help="real time: give up after this many seconds")
+    p.add_argument("--progress", action="store_true", help="virtual time: print progress to stderr")
+    p.add_argument("--json", dest="json_path", default=None, help="also write every figure to this file")
+    args = p.parse_args(argv)
+    names = args.config or ["baseline"]
+    batch = not args.no_batch
+    report: dict[str, Any] = {"commit": _commit(), "batch": batch, "timeScale": args.time_scale, "runs": {}}
+    print(f"quotaflow at {report['commit']}; simultaneous events {'as one Batch' if batch else 'one by one'}")
+    for name in names:
+        cfg = config_mod.load(name)
+        scenario = generator.generate(cfg)
+        means = MEANS.get(name)
+        wl_names = _classes(sorted({a.class_name for a in scenario.arrivals}))
+        print(f"\n## {name}: {len(scenario.queues)} ClusterQueues, {len(scenario.arrivals):,} workloads, "
+              f"last created at {scenario.last_arrival_ms / 1000:.1f} s")
+        print("\n| | wall | CQ usage | avg time to admission " + " / ".join(wl_names) + " | evictions | cost |")
+        print("|---|---|---|---|---|---|")
+        if means is not None:
+            print(_kueue_row(means, wl_names), flush=True)
+        runs: dict[str, Any] = {}
+        summaries: dict[str, Summary] = {}
+        if args.mode in ("virtual", "both"):
+            def progress(now: float, created: int, events: int, cpu: float) -> None:
+                print(f"  virtual {now / 1000:8.1f} s: {created:,} created, {events:,} events, {cpu:.1f} s CPU",
+                      file=sys.stderr, flush=True)
+
+            v = virtual.run(scenario, batch=batch, progress=progress if args.progress else None)
+            extra = f"{v.cpu_s:.2f} s CPU ({v.engine_cpu_s:.2f} s in the engine), {v.events:,} input events"
+            print(_row("quotaflow, virtual time", v.summary, extra), flush=True)
+            summaries["virtual"] = v.summary
+            runs["virtual"] = {**v.summary.to_json(), "cpuS": v.cpu_s, "engineCpuS": v.engine_cpu_s, "events": v.events,
+                               "realS": v.wall_s}
+        if args.mode in ("real", "both"):
+            from bench.agent_common import kafka_bootstrap
+            from bench.kueue_perf import realtime
+
+            with kafka_bootstrap(args.bootstrap) as bootstrap:
+                began = time.perf_counter()
+                r = asyncio.run(realtime.run(scenario, bootstrap, time_scale=args.time_scale, batch=batch, max_wall_s=args.max_wall))
+            agent_cpu = f"{r.agent_cpu_s:.1f} s" if r.agent_cpu_s is not None else "?"
+            scale = "" if args.time_scale == 1 else f" at time scale {args.time_scale}"
+            extra = (f"agent {agent_cpu} CPU, runner {r.cpu_s:.1f} s CPU, {r.events:,} input events; "
+                     f"append→decision p50 {r.lag_ms['p50']:.0f} / p99 {r.lag_ms['p99']:.0f} / max {r.lag_ms['max']:.0f} ms")
+            summaries["real"] = r.summary
+            print(_row(f"quotaflow, real time on Kafka{scale}", r.summary, extra + (" TIMED OUT" if r.timed_out else "")), flush=True)
+            runs["real"] = {**r.summary.to_json(), "runnerCpuS": r.cpu_s, "agentCpuS": r.agent_cpu_s, "events": r.events,
+                            "realS": r.wall_s, "lagMs": r.lag_ms, "timedOut": r.timed_out,
+                            "totalS": time.perf_counter() - began}
+        print()
+        if means is not None:
+            for mode, summary in summaries.items():
+                worse = _beats(summary, means)
+                print(f"{mode}: " + ("better than Kueue's means on every column" if not worse else "not better on: " + ", ".join(worse)))
+        if "virtual" in runs and "real" in runs:
+            vw, rw = runs["virtual"]["wallMs"], runs["real"]["wallMs"]
+            vu = {c: x["usagePercent"] for c, x in runs["virtual"]["clusterQueueClasses"].items()}
+            ru = {c: x["usagePercent"] for c, x in runs["real"]["clusterQueueClasses"].items()}
+            print(f"real / virtual: wall {rw / vw:.3f}, usage " + ", ".join(f"{c} {ru[c] / vu[c]:.3f}" for c in vu if vu[c]))
+        report["runs"][name] = runs
+    if args.json_path:
+        with open(args.json_path, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

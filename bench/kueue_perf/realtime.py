@@ -1,0 +1,211 @@
+"""Real time: Kueue's performance run against `quotaflow agent` on a Kafka broker, on the wall clock.
+
+The agent runs as its own process, as deployed (`quotaflow agent --broker kafka://...`, logs at
+warning). This process plays Kueue's runner: the generator appends the setup and then, at each
+arrival's time, the due `WorkloadSubmitted` events; a reader follows the decision log
+(read_committed) and feeds every decision, stamped with the time it was read, to the recorder
+and to the executor, whose releases and finishes are appended when due. Events due at the same
+moment go as one `Batch`, as in the simulation (`virtual.py`), chunked by `MAX_BATCH_EVENTS`.
+
+`time_scale` < 1 compresses the schedule (intervals and runtimes) for quick runs; every figure
+is reported in the scenario's own time (wall-clock ms / time_scale). The agent's processing
+cost is not scaled, so a compressed run is harder on it than the real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bench.agent_common import AgentProcess, bench_topics, percentile
+from bench.kueue_perf.executor import Executor
+from bench.kueue_perf.generator import Arrival, Scenario, submitted
+from bench.kueue_perf.recorder import Recorder, Summary
+from bench.kueue_perf.virtual import MAX_BATCH_EVENTS, batched
+from domain.decisions import decode
+from streams.envelope import event_message
+from streams.kafka_log import KafkaLog
+from streams.log import Message, Topics
+
+SOURCE = "/quotaflow/bench/kueue-perf"
+READY = b"kueue-perf: setup published (not JSON: decides Rejected)"
+
+
+@dataclass
+class RealRun:
+    summary: Summary
+    cpu_s: float  # this process: generator, executor, recorder, Kafka clients
+    agent_cpu_s: float | None  # the agent process (user + system), when it could be read
+    wall_s: float  # from the first arrival's schedule start to the end, real seconds
+    events: int  # input events appended (a Batch counts once)
+    lag_ms: dict[str, float] = field(default_factory=dict)  # append -> decision read, scenario ms
+    timed_out: bool = False
+
+
+def _proc_cpu_s(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _rfc3339_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class _Run:
+    def __init__(self, scenario: Scenario, log: KafkaLog, topics: Topics, time_scale: float, batch: bool) -> None:
+        self.scenario = scenario
+        self.log = log
+        self.topics = topics
+        self.scale = time_scale
+        self.batch = batch
+        self.recorder: Recorder
+        self.executor = Executor({a.key: a.runtime_ms for a in scenario.arrivals})
+        self.t0 = 0.0
+        self.appended = 0
+        self.sent_at: dict[int, float] = {}  # input offset -> scenario ms when it was appended
+        self.lags: list[float] = []
+        self.wake = asyncio.Event()
+        self.finished = asyncio.Event()
+        self.ready_offset = -1
+
+    def now(self) -> float:
+        """Scenario milliseconds since t0."""
+        return (time.perf_counter() - self.t0) * 1000.0 / self.scale
+
+    async def _sleep_until(self, scenario_ms: float) -> None:
+        delay = self.t0 + scenario_ms * self.scale / 1000.0 - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    async def append(self, events: list[dict[str, Any]]) -> None:
+        messages: list[Message] = []
+        for chunk in batched(events, self.batch):
+            messages.append(event_message(chunk, source=SOURCE))
+        at = self.now()
+        offsets = await self.log.append(self.topics.input, messages)
+        self.appended += len(offsets)
+        for o in offsets:
+            self.sent_at[o] = at
+
+    async def generate(self) -> None:
+        arrivals = self.scenario.arrivals
+        i = 0
+        while i < len(arrivals):
+            at = arrivals[i].at_ms
+            await self._sleep_until(at)
+            due: list[Arrival] = []
+            while i < len(arrivals) and arrivals[i].at_ms <= at:
+                due.append(arrivals[i])
+                i += 1
+            # Arrivals whose time has passed while the previous append ran go now, together.
+            horizon = self.now()
+            while i < len(arrivals) and arrivals[i].at_ms <= horizon:
+                due.append(arrivals[i])
+                i += 1
+            created = _rfc3339_now()
+            now = self.now()
+            for a in due:
+                self.recorder.created(a, now)
+            await self.append([submitted(a, created) for a in due])
+
+    async def execute(self) -> None:
+        while not self.finished.is_set():
+            due = self.executor.next_due()
+            self.wake.clear()
+            if due is None or due > self.now():
+                timeout = None if due is None else max(0.0, self.t0 + due * self.scale / 1000.0 - time.perf_counter())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), timeout)
+                continue
+            events = self.executor.pop_due(self.now())
+            if events:
+                await self.append(events)
+
+    async def read(self) -> None:
+        async with await self.log.reader(self.topics.decisions, 0) as reader:
+            while not self.finished.is_set():
+                records = await reader.read(limit=5000, timeout=0.05)
+                if not records:
+                    continue
+                now = self.now()
+                for r in records:
+                    d = decode(r.value or b"")
+                    sent = self.sent_at.pop(d.cause.offset, None) if d.cause.index == 0 else None
+                    if sent is not None:
+                        self.lags.append(now - sent)
+                    if d.cause.offset == self.ready_offset:
+                        continue
+                    self.recorder.decision(d, now)
+                    self.executor.on_decision(d, now)
+                self.wake.set()
+                if self.recorder.done:
+                    self.finished.set()
+
+    async def wait_ready(self, timeout: float) -> None:
+        """Until the agent has decided the sentinel appended after the setup."""
+        deadline = time.monotonic() + timeout
+        async with await self.log.reader(self.topics.decisions, 0) as reader:
+            while time.monotonic() < deadline:
+                for r in await reader.read(timeout=0.5):
+                    if decode(r.value or b"").cause.offset == self.ready_offset:
+                        return
+        raise TimeoutError(f"the agent did not decide the setup in {timeout} s")
+
+
+async def run(scenario: Scenario, bootstrap: str, *, time_scale: float = 1.0, batch: bool = True,
+              max_wall_s: float = 7200.0, agent_log: Path | None = None) -> RealRun:
+    topics = bench_topics("kueueperf")
+    log = KafkaLog(bootstrap)
+    await log.ensure_topics(topics.specs(), single_partition=[topics.input, topics.decisions])
+    log_path = agent_log or Path(tempfile.gettempdir()) / f"quotaflow-kueue-perf-{topics.input}.log"
+    agent = AgentProcess(f"kafka://{bootstrap}", topics, log_path, "--log-level", "warning")
+    state = _Run(scenario, log, topics, time_scale, batch)
+    agent_cpu = None
+    try:
+        setup = [event_message(e, source=SOURCE) for e in scenario.setup]
+        offsets = await log.append(topics.input, [*setup, Message(READY)])
+        state.ready_offset = offsets[-1]
+        await state.wait_ready(180)
+        cpu0 = time.process_time()
+        state.t0 = time.perf_counter()
+        state.recorder = Recorder(scenario)
+        tasks = [asyncio.create_task(c) for c in (state.generate(), state.execute(), state.read())]
+        timed_out = False
+        try:
+            deadline = time.monotonic() + max_wall_s
+            pending: set[asyncio.Task[Any]] = {*tasks, asyncio.create_task(state.finished.wait())}
+            while not state.finished.is_set() and time.monotonic() < deadline:
+                done, pending = await asyncio.wait(pending, timeout=deadline - time.monotonic(),
+                                                   return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    if t.exception() is not None:
+                        raise t.exception()  # type: ignore[misc]
+                if not pending:
+                    break
+            timed_out = not state.finished.is_set()
+        finally:
+            state.finished.set()
+            state.wake.set()
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        wall_s = time.perf_counter() - state.t0
+        cpu_s = time.process_time() - cpu0
+        agent_cpu = _proc_cpu_s(agent.proc.pid)
+    finally:
+        agent.stop()
+        await log.close()
+    lags = sorted(state.lags)
+    lag = {"p50": percentile(lags, 50), "p99": percentile(lags, 99), "max": lags[-1] if lags else float("nan")}
+    return RealRun(state.recorder.summary(), cpu_s, agent_cpu, wall_s, state.appended, lag, timed_out)
+

@@ -1,0 +1,179 @@
+"""Smoke test of Kueue's performance suite on quotaflow (bench/kueue_perf) at a tiny size.
+
+Untimed. It checks that the generator creates what Kueue's generator would (objects, names,
+arrival times, classes), that the executor finishes and requeues as Kueue's runner does, and
+that the recorder's numbers match a mini run worked out by hand.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.kueue_perf import config, generator, virtual
+from bench.kueue_perf.executor import Executor
+from domain.decisions import Admitted, Cause, PodSetAssignment, Preempted
+
+TINY = """
+cohorts:
+  - className: team
+    count: 2
+    queuesSets:
+    - className: gold
+      count: 2
+      nominalQuota: 4
+      borrowingLimit: 2
+      reclaimWithinCohort: Any
+      withinClusterQueue: LowerPriority
+      workloadsSets:
+      - count: 3
+        creationIntervalMs: 100
+        workloads:
+        - {className: small, runtimeMs: 200, priority: 50, request: 1}
+        - {className: tiny, runtimeMs: 50, priority: 10, request: 500m}
+      - count: 2
+        creationIntervalMs: 250
+        workloads:
+        - {className: large, runtimeMs: 1000, priority: 200, request: "4"}
+    - className: iron
+      count: 1
+      nominalQuota: 0
+      workloadsSets:
+      - count: 1
+        creationIntervalMs: 10
+        workloads:
+        - {className: small, runtimeMs: 5, priority: 0, request: 1}
+"""
+
+# One ClusterQueue of 2 cpu. Set A: two 1-cpu workloads (priority 0, 3 s) created at 1 s and 2 s;
+# set B: one 2-cpu workload (priority 10, 1 s) created at 2.5 s, which must preempt both.
+MINI = """
+cohorts:
+  - className: c
+    count: 1
+    queuesSets:
+    - className: q
+      count: 1
+      nominalQuota: 2
+      withinClusterQueue: LowerPriority
+      workloadsSets:
+      - count: 2
+        creationIntervalMs: 1000
+        workloads: [{className: a, runtimeMs: 3000, priority: 0, request: 1}]
+      - count: 1
+        creationIntervalMs: 2500
+        workloads: [{className: b, runtimeMs: 1000, priority: 10, request: 2}]
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny() -> generator.Scenario:
+    return generator.generate(config.parse(TINY))
+
+
+def test_generator_objects_follow_kueue_names_and_specs(tiny: generator.Scenario) -> None:
+    cqs = [e["object"] for e in tiny.setup if e["object"]["kind"] == "ClusterQueue"]
+    assert [cq["metadata"]["name"] for cq in cqs] == [
+        "gold-0-0-team-0", "gold-0-1-team-0", "iron-1-0-team-0",
+        "gold-0-0-team-1", "gold-0-1-team-1", "iron-1-0-team-1",
+    ]
+    assert [q.cohort for q in tiny.queues] == ["team-0"] * 3 + ["team-1"] * 3
+    gold = cqs[0]["spec"]
+    assert gold["cohort"] == "team-0"
+    assert gold["preemption"] == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    assert gold["resourceGroups"] == [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "4", "borrowingLimit": "2"}]}]}]
+    assert gold["namespaceSelector"] == {}
+    iron = cqs[2]["spec"]
+    assert iron["preemption"] == {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"}
+    assert "borrowingLimit" not in iron["resourceGroups"][0]["flavors"][0]["resources"][0]
+    kinds = [e["object"]["kind"] for e in tiny.setup]
+    assert kinds == ["ResourceFlavor"] + ["ClusterQueue", "Namespace", "LocalQueue"] * 6
+    lq = tiny.setup[3]["object"]
+    assert lq["metadata"] == {"namespace": "gold-0-0-team-0", "name": "gold-0-0-team-0"}
+    assert lq["spec"] == {"clusterQueue": "gold-0-0-team-0"}
+
+
+def test_generator_arrival_schedule_is_one_workload_per_interval_per_set(tiny: generator.Scenario) -> None:
+    # per gold queue: 3 x 2 templates + 2, per iron queue: 1
+    assert len(tiny.arrivals) == 2 * (2 * 8 + 1)
+    mine = [a for a in tiny.arrivals if a.namespace == "gold-0-1-team-1"]
+    got = sorted((a.at_ms, a.name, a.class_name, a.request_mcpu, a.priority, a.runtime_ms) for a in mine)
+    assert got == [
+        (100, "small-0-0-0", "small", 1000, 50, 200),
+        (200, "tiny-0-0-1", "tiny", 500, 10, 50),
+        (250, "large-1-0-0", "large", 4000, 200, 1000),
+        (300, "small-0-1-0", "small", 1000, 50, 200),
+        (400, "tiny-0-1-1", "tiny", 500, 10, 50),
+        (500, "large-1-1-0", "large", 4000, 200, 1000),
+        (500, "small-0-2-0", "small", 1000, 50, 200),
+        (600, "tiny-0-2-1", "tiny", 500, 10, 50),
+    ]
+    assert [a.at_ms for a in tiny.arrivals] == sorted(a.at_ms for a in tiny.arrivals)
+    assert {a.at_ms for a in tiny.arrivals if a.namespace.startswith("iron")} == {10}
+    wl = generator.workload(mine[0], "2024-01-01T00:00:00.100Z")
+    assert wl["metadata"]["labels"] == {generator.RUNNING_TIME_LABEL: "200", generator.CLASS_LABEL: "small"}
+    assert wl["spec"]["queueName"] == "gold-0-1-team-1"
+    assert wl["spec"]["priority"] == 50
+    assert wl["spec"]["podSets"][0]["count"] == 1
+    assert wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1"}}
+
+
+def test_shipped_configs_are_kueues_baseline_and_large_scale() -> None:
+    base = generator.generate(config.load("baseline"))
+    assert len(base.queues) == 30 and len(base.arrivals) == 15_000
+    assert base.last_arrival_ms == 60_000  # 50 large workloads, one every 1.2 s
+    large = generator.generate(config.load("large-scale"))
+    assert len(large.queues) == 1000 and len(large.arrivals) == 50_000
+    assert {q.nominal_mcpu for q in large.queues} == {20_000}
+
+
+def test_config_rejects_topology_aware_and_unknown_fields() -> None:
+    with pytest.raises(config.ConfigError):
+        config.parse(TINY.replace("request: 1}", "request: 1, tasLevel: rack}", 1))
+    with pytest.raises(config.ConfigError):
+        config.parse(TINY.replace("borrowingLimit: 2", "borrowingLimits: 2"))
+
+
+def _admitted(key: str, cpu: str = "1") -> Admitted:
+    return Admitted(workload=key, cause=Cause(0, 0), clusterQueue="q",
+                    podSetAssignments=[PodSetAssignment("main", {"cpu": "rf"}, {"cpu": cpu}, 1)])
+
+
+def test_executor_finishes_after_runtime_and_restarts_a_preempted_workload() -> None:
+    ex = Executor({"ns/a": 300, "ns/b": 100})
+    ex.on_decision(_admitted("ns/a"), 1000)
+    ex.on_decision(_admitted("ns/b"), 1050)
+    assert ex.next_due() == 1150
+    assert ex.pop_due(1149) == []
+    assert ex.pop_due(1150) == [{"type": "WorkloadFinished", "namespace": "ns", "name": "b"}]
+    ex.on_decision(Preempted(workload="ns/a", cause=Cause(1, 0), preemptor="ns/b", reason="InClusterQueue", message=""), 1200)
+    assert ex.pop_due(1200) == [{"type": "WorkloadReleased", "namespace": "ns", "name": "a"}]
+    assert ex.next_due() is None  # the finish due at 1300 belonged to the preempted run
+    assert ex.pop_due(5000) == []
+    ex.on_decision(_admitted("ns/a"), 2000)
+    assert ex.next_due() == 2300  # the full runtime again, from the readmission
+    assert ex.pop_due(2300) == [{"type": "WorkloadFinished", "namespace": "ns", "name": "a"}]
+    assert (ex.finishes_sent, ex.releases_sent) == (2, 1)
+    assert ex.idle
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_recorder_matches_a_mini_run_worked_by_hand(batch: bool) -> None:
+    scenario = generator.generate(config.parse(MINI))
+    result = virtual.run(scenario, batch=batch)
+    s = result.summary
+    # a0 runs 1-2.5 s, a1 2-2.5 s; b preempts both at 2.5 s (released at once), runs 2.5-3.5 s;
+    # a0 and a1 are readmitted at 3.5 s and run their full 3 s again, to 6.5 s.
+    assert s.complete
+    assert s.wall_ms == 6500
+    assert s.decisions == {"Admitted": 5, "Preempted": 2, "QuotaReleased": 2, "Finished": 3, "Pending": s.decisions["Pending"]}
+    q = s.cluster_queue_classes["q"]
+    # cpu x ms: 1x1000 (1-2 s) + 2x500 (2-2.5 s) + 2x1000 (b) + 2x3000 (a0, a1 again)
+    assert q.used_mcpu_ms == 1000 * (1 * 1000 + 2 * 500 + 2 * 1000 + 2 * 3000)
+    assert (q.first_ms, q.last_ms, q.nominal_mcpu) == (0, 6500, 2000)
+    assert q.usage == pytest.approx(100 * 10_000 / (2 * 6500))
+    a, b = s.workload_classes["a"], s.workload_classes["b"]
+    assert (a.count, a.total_evictions, b.total_evictions) == (2, 2, 0)
+    assert a.avg_time_to_admission_ms == ((3500 - 1000) + (3500 - 2000)) / 2  # from creation to the latest admission
+    assert b.avg_time_to_admission_ms == 0
+    assert a.avg_time_to_finish_ms == ((6500 - 1000) + (6500 - 2000)) / 2
