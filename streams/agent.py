@@ -128,7 +128,8 @@ class _Batch:
     """One batch of live input events and what it writes, in one transaction."""
 
     out: list[tuple[str, Message]] = field(default_factory=list)
-    decided: list[Decision] = field(default_factory=list)
+    decided: list[Decision] = field(default_factory=list)  # only when they are logged
+    decisions: int = 0
     events: int = 0  # live events folded
     last: int = -1  # offset of the last live event (-1: none)
     snapshot_at: int | None = None
@@ -149,6 +150,7 @@ class Agent:
         self._stop = asyncio.Event()
         self._progress = asyncio.Condition()
         self._source = agent_source(self.topics.input)
+        self._source_header = self._source.encode()
         self._log: Any = structlog.get_logger("quotaflow.agent")
 
     # -- control ---------------------------------------------------------------------------------
@@ -292,7 +294,11 @@ class Agent:
         if not replaying:
             self._recovered(log, began)
         decisions_topic = topics.decisions
+        source = self._source_header
+        apply = engine.apply
         debug = _enabled(log, logging.DEBUG)
+        # Per-decision log lines are built at commit time only when someone will read them.
+        keep_decided = _enabled(log, logging.INFO)
 
         folded = processed  # the last input offset folded into `engine`
         inflight: asyncio.Task[None] | None = None  # the previous batch's commit
@@ -307,24 +313,28 @@ class Agent:
                     records: list[Record] = got or []
                     batch = _Batch()
                     now = now_rfc3339().encode()
+                    out = batch.out
                     for n, record in enumerate(records):
                         if n % 256 == 255:
                             await asyncio.sleep(0)  # let the previous batch's commit make progress
+                        offset = record.offset
                         try:
-                            decisions = engine.apply(record.value if record.value is not None else b"", record.offset)
+                            decisions = apply(record.value or b"", offset)
                         except Exception as exc:
-                            raise EngineFailure(f"engine raised on input offset {record.offset}: {exc!r}") from exc
-                        if record.offset <= processed:
-                            if record.offset == verify_at:
+                            raise EngineFailure(f"engine raised on input offset {offset}: {exc!r}") from exc
+                        if offset <= processed:
+                            if offset == verify_at:
                                 self._verify(decisions, last_decision)
                             continue
                         if debug:
-                            log.debug("input event", offset=record.offset, type=ce_type(record), key=record.key)
+                            log.debug("input event", offset=offset, type=ce_type(record), key=record.key)
                         for decision in decisions:
-                            batch.out.append((decisions_topic, decision_message(decision, encode(decision), source=self._source, time=now)))
-                            batch.decided.append(decision)
+                            out.append((decisions_topic, decision_message(decision, encode(decision), source=source, time=now)))
+                        if keep_decided:
+                            batch.decided.extend(decisions)
+                        batch.decisions += len(decisions)
                         batch.events += 1
-                        batch.last = record.offset
+                        batch.last = offset
                     if records:
                         folded = records[-1].offset
                     if replaying and reader.position > processed:
@@ -370,7 +380,7 @@ class Agent:
                 cause_index=decision.cause.index,
                 offset=offset,
             )
-        status.decisions += len(batch.decided)
+        status.decisions += batch.decisions
         if batch.snapshot_at is not None:
             status.last_snapshot_offset = batch.snapshot_at
             status.snapshots += 1

@@ -121,20 +121,35 @@ def event_message(event: Mapping[str, Any] | bytes, *, source: str = CLI_SOURCE)
     return Message(value=value, key=key.encode() if key is not None else None, headers=tuple(headers))
 
 
-def decision_message(decision: Decision, value: bytes, *, source: str, time: bytes) -> Message:
-    """A decision as a log message; `value` is `domain.decisions.encode(decision)`."""
-    headers: list[tuple[str, bytes]] = [
-        ("ce_specversion", SPECVERSION),
-        ("ce_type", (DECISION_TYPE_PREFIX + type(decision).__name__).encode()),
-        ("ce_id", f"{decision.cause.offset}.{decision.cause.index}".encode()),
+_SPEC = ("ce_specversion", SPECVERSION)
+_CONTENT_TYPE = ("content-type", JSON)
+_decision_types: dict[type, tuple[str, bytes]] = {}
+
+
+def _decision_type(cls: type) -> tuple[str, bytes]:
+    header = _decision_types.get(cls)
+    if header is None:
+        header = _decision_types[cls] = ("ce_type", (DECISION_TYPE_PREFIX + cls.__name__).encode())
+    return header
+
+
+def decision_message(decision: Decision, value: bytes, *, source: str | bytes, time: bytes) -> Message:
+    """A decision as a log message; `value` is `domain.decisions.encode(decision)`.
+
+    The agent makes one per decision, so the constant headers are shared tuples, not rebuilt."""
+    cause = decision.cause
+    head = (
+        _SPEC,
+        _decision_type(type(decision)),
+        ("ce_id", b"%d.%d" % (cause.offset, cause.index)),
         ("ce_time", time),
-        ("ce_source", source.encode()),
-    ]
-    key = decision.workload.encode() if decision.workload else None
-    if key is not None:
-        headers.append(("ce_subject", key))
-    headers.append(("content-type", JSON))
-    return Message(value=value, key=key, headers=tuple(headers))
+        ("ce_source", source if isinstance(source, bytes) else source.encode()),
+    )
+    workload = decision.workload
+    if workload:
+        key = workload.encode()
+        return Message(value, key, (*head, ("ce_subject", key), _CONTENT_TYPE))
+    return Message(value, None, (*head, _CONTENT_TYPE))
 
 
 def agent_source(input_topic: str) -> str:

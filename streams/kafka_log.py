@@ -256,7 +256,11 @@ class KafkaReader(Reader):
 
     async def read(self, limit: int = 1000, timeout: float = 0.0) -> list[Record]:
         batch = await self._consumer.getmany(self._tp, timeout_ms=int(timeout * 1000), max_records=limit)
-        records = [_record(r) for r in batch.get(self._tp, ())]
+        topic = self._tp.topic
+        records = [
+            Record(topic, r.offset, r.value, r.key, tuple(r.headers) if r.headers else (), r.timestamp)
+            for r in batch.get(self._tp, ())
+        ]
         if records:
             self.position = records[-1].offset + 1
         # The consumer also moves past transaction markers and aborted records.
