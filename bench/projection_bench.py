@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import os
@@ -40,40 +39,23 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from bench.agent_common import kafka_bootstrap
 from bench.engine_bench import generate, render, setup_events
 from projections.fold import Projection
 from projections.logs import decode_decision, rebuild
 from streams.agent import Agent, AgentConfig
 from streams.envelope import event_message
 from streams.log import EventLog, Message, Topics
-from streams.settings import ENV_KAFKA_BOOTSTRAP
 
 SENTINEL = b"end of benchmark: not JSON"  # always decides (Rejected): the agent's last decision
 BATCH = 5000
 GOAL = 0.5
-
-
-@contextlib.contextmanager
-def kafka_bootstrap(explicit: str | None) -> Iterator[str]:
-    """--bootstrap, else $QUOTAFLOW_KAFKA_BOOTSTRAP, else a local broker for this run."""
-    given = explicit or os.environ.get(ENV_KAFKA_BOOTSTRAP)
-    if given:
-        yield given
-        return
-    from streams import local_broker
-
-    broker = local_broker.start_broker(owner_pid=os.getpid())
-    try:
-        yield broker.bootstrap
-    finally:
-        local_broker.stop_broker(broker)
 
 
 def stream(workloads: int, seed: int, kind: str = "kueue") -> list[bytes]:

@@ -11,18 +11,7 @@ from rich.text import Text
 
 from domain.quantity import format_amount
 from projections.fold import FR, Projection
-
-STYLES = {
-    "Admitted": "bold green",
-    "QuotaReserved": "cyan",
-    "Pending": "yellow",
-    "Preempted": "bold magenta",
-    "Evicted": "magenta",
-    "QuotaReleased": "blue",
-    "Finished": "dim green",
-    "Deleted": "dim",
-    "Rejected": "bold red",
-}
+from streams.render import STYLES
 
 BAR_WIDTH = 20
 

@@ -8,46 +8,15 @@ security settings from `QUOTAFLOW_KAFKA_*` (streams/kafka_config.py).
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import typer
 
 from streams import settings as defaults
+from streams.cli_common import broker_option, fail, run
 from streams.envelope import CLI_SOURCE
-
-T = TypeVar("T")
-
-BROKER_HELP = "kafka://host:port or sqlite:///path.db"
-
-
-def _broker_option() -> Any:
-    return typer.Option(defaults.DEFAULT_BROKER_URL, "--broker", envvar=defaults.ENV_BROKER_URL, help=BROKER_HELP)
-
-
-def _fail(command: str, message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"quotaflow {command}: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _run(command: str, coro_fn: Callable[[], Awaitable[T]]) -> T:
-    from streams.log import LogError
-
-    try:
-        return asyncio.run(coro_fn())  # type: ignore[arg-type]
-    except LogError as exc:
-        raise _fail(command, str(exc)) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-    except (OSError, ConnectionError) as exc:
-        raise _fail(command, f"cannot reach the log: {exc}") from None
-    except Exception as exc:
-        if type(exc).__module__.startswith("aiokafka"):
-            raise _fail(command, f"Kafka: {exc}") from None
-        raise
 
 
 def _documents(command: str, path: str) -> list[Any]:
@@ -56,11 +25,11 @@ def _documents(command: str, path: str) -> list[Any]:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
     except OSError as exc:
-        raise _fail(command, f"cannot read {path}: {exc.strerror or exc}", 2) from None
+        raise fail(command, f"cannot read {path}: {exc.strerror or exc}", 2) from None
     try:
         docs = load_yaml_documents(text)  # JSON is YAML too
     except Exception as exc:
-        raise _fail(command, f"{path} is not valid YAML: {exc}", 2) from None
+        raise fail(command, f"{path} is not valid YAML: {exc}", 2) from None
     out: list[Any] = []
     for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
@@ -69,7 +38,7 @@ def _documents(command: str, path: str) -> list[Any]:
             out.append(doc)
     for i, doc in enumerate(out):
         if not isinstance(doc, dict):
-            raise _fail(command, f"{path}: document {i + 1} is not an object", 2)
+            raise fail(command, f"{path}: document {i + 1} is not an object", 2)
     return out
 
 
@@ -86,7 +55,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def apply(
         file: str = typer.Option(..., "-f", "--filename", help="Kueue objects as YAML or JSON (multi-document; - for stdin)"),
-        broker: str = _broker_option(),
+        broker: str = broker_option(),
     ) -> None:
         """Apply Kueue configuration objects (ResourceFlavor, ClusterQueue, LocalQueue, ...)."""
         from streams.client import Client
@@ -94,21 +63,21 @@ def register(app: typer.Typer) -> None:
         docs = _documents("apply", file)
         for doc in docs:
             if doc.get("kind") == "Workload":
-                raise _fail("apply", f"{_describe(doc)}: workloads are submitted, not applied (quotaflow submit -f)", 2)
+                raise fail("apply", f"{_describe(doc)}: workloads are submitted, not applied (quotaflow submit -f)", 2)
             if "kind" not in doc:
-                raise _fail("apply", f"{file}: a document has no kind", 2)
+                raise fail("apply", f"{file}: a document has no kind", 2)
 
         async def go() -> list[int]:
             async with Client(broker, source=CLI_SOURCE) as qf:
                 return await qf.publish_many({"type": "ConfigApplied", "object": d} for d in docs)
 
-        for doc, offset in zip(docs, _run("apply", go), strict=True):
+        for doc, offset in zip(docs, run("apply", go), strict=True):
             typer.echo(f"{_describe(doc)} applied (offset {offset})")
 
     @app.command()
     def submit(
         file: str = typer.Option(..., "-f", "--filename", help="Kueue Workload objects as YAML or JSON (- for stdin)"),
-        broker: str = _broker_option(),
+        broker: str = broker_option(),
     ) -> None:
         """Submit workloads for admission."""
         from streams.client import Client
@@ -116,40 +85,40 @@ def register(app: typer.Typer) -> None:
         docs = _documents("submit", file)
         for doc in docs:
             if doc.get("kind", "Workload") != "Workload":
-                raise _fail("submit", f"{_describe(doc)} is not a Workload (quotaflow apply -f for configuration)", 2)
+                raise fail("submit", f"{_describe(doc)} is not a Workload (quotaflow apply -f for configuration)", 2)
 
         async def go() -> list[int]:
             async with Client(broker, source=CLI_SOURCE) as qf:
                 return await qf.publish_many({"type": "WorkloadSubmitted", "workload": d} for d in docs)
 
-        for doc, offset in zip(docs, _run("submit", go), strict=True):
+        for doc, offset in zip(docs, run("submit", go), strict=True):
             meta = doc.get("metadata") or {}
             typer.echo(f"workload/{meta.get('namespace') or 'default'}/{meta.get('name', '?')} submitted (offset {offset})")
 
     @app.command()
     def finish(
         workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload, as namespace/name"),
-        broker: str = _broker_option(),
+        broker: str = broker_option(),
     ) -> None:
         """Report that a workload completed (its quota is released)."""
         from streams.client import Client
 
         ns, sep, name = workload.partition("/")
         if not sep or not ns or not name:
-            raise _fail("finish", f"expected NAMESPACE/NAME, got {workload!r}", 2)
+            raise fail("finish", f"expected NAMESPACE/NAME, got {workload!r}", 2)
 
         async def go() -> int:
             async with Client(broker, source=CLI_SOURCE) as qf:
                 return await qf.finish(ns, name)
 
-        typer.echo(f"workload/{ns}/{name} finished (offset {_run('finish', go)})")
+        typer.echo(f"workload/{ns}/{name} finished (offset {run('finish', go)})")
 
     @app.command()
     def delete(
         kind: str = typer.Argument(..., help="ClusterQueue, LocalQueue, ResourceFlavor, Cohort, ..., or Workload"),
         name: str = typer.Argument(...),
         namespace: str | None = typer.Option(None, "-n", "--namespace", help="for namespaced kinds"),
-        broker: str = _broker_option(),
+        broker: str = broker_option(),
     ) -> None:
         """Delete a configuration object or a workload."""
         from streams.client import Client, canonical_kind
@@ -158,13 +127,13 @@ def register(app: typer.Typer) -> None:
             async with Client(broker, source=CLI_SOURCE) as qf:
                 return await qf.delete(kind, name, namespace)
 
-        offset = _run("delete", go)
+        offset = run("delete", go)
         where = f"{namespace}/" if namespace else ""
         typer.echo(f"{canonical_kind(kind).lower()}/{where}{name} deleted (offset {offset})")
 
     @app.command()
     def watch(
-        broker: str = _broker_option(),
+        broker: str = broker_option(),
         json_lines: bool = typer.Option(False, "--json", help="print each decision's JSON, one per line"),
         from_end: bool = typer.Option(False, "--from-end", help="only decisions made from now on"),
         follow: bool = typer.Option(True, "--follow/--no-follow", help="keep waiting for new decisions"),
@@ -190,13 +159,13 @@ def register(app: typer.Typer) -> None:
                         console.print(decision_line(decision, record.offset))
 
         try:
-            _run("watch", go)
+            run("watch", go)
         except BrokenPipeError:
             pass
 
     @app.command()
     def agent(
-        broker: str = _broker_option(),
+        broker: str = broker_option(),
         http_port: int | None = typer.Option(
             None,
             "--http-port",
@@ -231,14 +200,14 @@ def register(app: typer.Typer) -> None:
         from streams.log import BrokerUrl, LogError, Topics, open_log
 
         if log_level.lower() not in logs.LEVELS:
-            raise _fail("agent", f"--log-level must be one of {', '.join(logs.LEVELS)}", 2)
+            raise fail("agent", f"--log-level must be one of {', '.join(logs.LEVELS)}", 2)
         logs.configure(log_level.lower())
         settings = defaults.Settings.from_env()
         try:
             url = BrokerUrl.parse(broker, settings)
             log = open_log(broker, settings)
         except LogError as exc:
-            raise _fail("agent", str(exc), 2) from None
+            raise fail("agent", str(exc), 2) from None
         config = AgentConfig(
             Topics.from_settings(settings),
             name=name,
@@ -254,7 +223,7 @@ def register(app: typer.Typer) -> None:
             try:
                 security = KafkaSecurity.from_env()
             except KafkaConfigError as exc:
-                raise _fail("agent", str(exc), 2) from None
+                raise fail("agent", str(exc), 2) from None
             port = http_port if http_port is not None else settings.http_port
             app_ = kafka_app(
                 runner,

@@ -12,20 +12,12 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import typer
 
 from streams import settings as defaults
-
-T = TypeVar("T")
-
-BROKER_HELP = "kafka://host:port or sqlite:///path.db"
-
-
-def _broker() -> Any:
-    return typer.Option(defaults.DEFAULT_BROKER_URL, "--broker", envvar=defaults.ENV_BROKER_URL, help=BROKER_HELP)
+from streams.cli_common import broker_option, fail, run
 
 
 def _as_of() -> Any:
@@ -34,28 +26,6 @@ def _as_of() -> Any:
 
 def _json_flag() -> Any:
     return typer.Option(False, "--json", help="print JSON instead of tables")
-
-
-def _fail(command: str, message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"quotaflow {command}: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _run(command: str, fn: Callable[[], Awaitable[T]]) -> T:
-    from streams.log import LogError
-
-    try:
-        return asyncio.run(fn())  # type: ignore[arg-type]
-    except LogError as exc:
-        raise _fail(command, str(exc)) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-    except (OSError, ConnectionError) as exc:
-        raise _fail(command, f"cannot reach the log: {exc}") from None
-    except Exception as exc:
-        if type(exc).__module__.startswith("aiokafka"):
-            raise _fail(command, f"Kafka: {exc}") from None
-        raise
 
 
 async def _open(broker: str) -> tuple[Any, Any]:
@@ -72,7 +42,7 @@ async def _open(broker: str) -> tuple[Any, Any]:
 def _workload_key(command: str, workload: str) -> str:
     ns, sep, name = workload.partition("/")
     if not sep or not ns or not name:
-        raise _fail(command, f"expected NAMESPACE/NAME, got {workload!r}", 2)
+        raise fail(command, f"expected NAMESPACE/NAME, got {workload!r}", 2)
     return workload
 
 
@@ -88,7 +58,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def status(
-        broker: str = _broker(),
+        broker: str = broker_option(),
         as_of: int | None = _as_of(),
         json_out: bool = _json_flag(),
         usage: bool = typer.Option(True, "--usage/--no-usage", help="usage bars per flavor and resource"),
@@ -108,7 +78,7 @@ def register(app: typer.Typer) -> None:
             finally:
                 await log.close()
 
-        proj, undecided = _run("status", go)
+        proj, undecided = run("status", go)
         if json_out:
             _print_json({"items": views.cluster_queues(proj), "asOf": views.as_of(proj, undecided)})
             return
@@ -127,7 +97,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def pending(
         queue: str = typer.Argument(..., metavar="CLUSTERQUEUE | NS/LOCALQUEUE", help="a ClusterQueue, or a LocalQueue as namespace/name"),
-        broker: str = _broker(),
+        broker: str = broker_option(),
         as_of: int | None = _as_of(),
         offset: int = typer.Option(0, min=0, help="first position to show"),
         limit: int = typer.Option(1000, min=1, help="how many to show"),
@@ -147,11 +117,11 @@ def register(app: typer.Typer) -> None:
             finally:
                 await log.close()
 
-        proj = _run("pending", go)
+        proj = run("pending", go)
         ns, sep, name = queue.partition("/")
         summary = views.pending_in_local_queue(proj, ns, name, offset, limit) if sep else views.pending_in_cluster_queue(proj, queue, offset, limit)
         if summary is None:
-            raise _fail("pending", f"{'LocalQueue' if sep else 'ClusterQueue'} {queue} not found")
+            raise fail("pending", f"{'LocalQueue' if sep else 'ClusterQueue'} {queue} not found")
         if json_out:
             _print_json(summary)
         else:
@@ -160,7 +130,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def history(
         workload: str = typer.Argument(..., metavar="NS/NAME"),
-        broker: str = _broker(),
+        broker: str = broker_option(),
         as_of: int | None = _as_of(),
         json_out: bool = _json_flag(),
     ) -> None:
@@ -181,11 +151,11 @@ def register(app: typer.Typer) -> None:
             finally:
                 await log.close()
 
-        proj = _run("history", go)
+        proj = run("history", go)
         entries = focus_history(proj)
         state = views.workload_state(proj, key)
         if not entries and state is None:
-            raise _fail("history", f"workload {key} not found")
+            raise fail("history", f"workload {key} not found")
         if json_out:
             _print_json({"workload": key, "state": state, "history": entries, "asOf": views.as_of(proj)})
         else:
@@ -197,7 +167,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def explain(
         workload: str = typer.Argument(..., metavar="NS/NAME"),
-        broker: str = _broker(),
+        broker: str = broker_option(),
         as_of: int | None = _as_of(),
         json_out: bool = _json_flag(),
     ) -> None:
@@ -216,9 +186,9 @@ def register(app: typer.Typer) -> None:
             finally:
                 await log.close()
 
-        result = _run("explain", go)
+        result = run("explain", go)
         if result["state"] is None and not result["history"]:
-            raise _fail("explain", f"workload {key} not found")
+            raise fail("explain", f"workload {key} not found")
         if json_out:
             _print_json(result)
         else:
@@ -227,7 +197,7 @@ def register(app: typer.Typer) -> None:
                 console.print(renderable)
 
     @app.command()
-    def audit(broker: str = _broker()) -> None:
+    def audit(broker: str = broker_option()) -> None:
         """Replay the input log through a fresh engine; compare every recorded decision byte for byte."""
         from projections.audit import audit as run_audit
 
@@ -238,14 +208,14 @@ def register(app: typer.Typer) -> None:
             finally:
                 await log.close()
 
-        result = _run("audit", go)
+        result = run("audit", go)
         typer.echo(result.describe())
         if not result.ok:
             raise typer.Exit(1)
 
     @app.command()
     def serve(
-        broker: str = _broker(),
+        broker: str = broker_option(),
         port: int = typer.Option(8080, "--port", envvar="QUOTAFLOW_VIEWS_PORT", help="HTTP port (0: any free port)"),
         host: str = typer.Option("0.0.0.0", "--host", help="address to bind"),
     ) -> None:
@@ -267,4 +237,4 @@ def register(app: typer.Typer) -> None:
                 await server.stop()
                 await log.close()
 
-        _run("serve", go)
+        run("serve", go)

@@ -1,0 +1,43 @@
+"""What every `quotaflow` command that opens a log shares: the `--broker` option and one way to
+turn a log's failures into a message and an exit code."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import typer
+
+from streams import settings as defaults
+
+T = TypeVar("T")
+
+BROKER_HELP = "kafka://host:port or sqlite:///path.db"
+
+
+def broker_option() -> Any:
+    return typer.Option(defaults.DEFAULT_BROKER_URL, "--broker", envvar=defaults.ENV_BROKER_URL, help=BROKER_HELP)
+
+
+def fail(command: str, message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"quotaflow {command}: {message}", err=True)
+    return typer.Exit(code)
+
+
+def run(command: str, coro_fn: Callable[[], Awaitable[T]]) -> T:
+    """Run a command's coroutine; a log that cannot be used ends the command with a message."""
+    from streams.log import LogError
+
+    try:
+        return asyncio.run(coro_fn())  # type: ignore[arg-type]
+    except LogError as exc:
+        raise fail(command, str(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except (OSError, ConnectionError) as exc:
+        raise fail(command, f"cannot reach the log: {exc}") from None
+    except Exception as exc:
+        if type(exc).__module__.startswith("aiokafka"):
+            raise fail(command, f"Kafka: {exc}") from None
+        raise
