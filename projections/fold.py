@@ -91,6 +91,31 @@ WAIT_BUCKETS: tuple[float, ...] = (1.0, *(2.5 * 2**i for i in range(15)))
 _json = msgspec.json.Decoder()
 
 
+class _Envelope(msgspec.Struct):
+    """What the fold reads of a workload event on its fast path (the other fields are skipped
+    unparsed). Decoding into this instead of a dict builds no objects for the event's body."""
+
+    type: Any = None
+    id: Any = None
+    time: Any = None
+    workload: msgspec.Raw = msgspec.Raw()  # empty: absent (a Raw field cannot be optional)
+
+
+class _WorkloadMeta(msgspec.Struct):
+    name: Any = None
+    namespace: Any = None
+    labels: msgspec.Raw = msgspec.Raw()
+    creationTimestamp: Any = None
+    uid: Any = None
+
+
+_envelope = msgspec.json.Decoder(_Envelope)
+_workload_parts = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_workload_meta = msgspec.json.Decoder(_WorkloadMeta)
+# Top-level events the fold takes from `_Envelope` alone; the rest are decoded as dicts.
+_FAST_EVENTS = frozenset(("WorkloadSubmitted", "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))
+
+
 class _Reject(Exception):
     """The engine would reject this (inner) event: it changes nothing."""
 
@@ -208,31 +233,78 @@ def parse_accepted(raw: Any) -> WorkloadSpec:
     `parse_workload` itself and shared. Only for events the engine accepted (their validity is
     settled); inner events of a Batch are parsed in full every time.
     """
+    template = _template_of(raw)
+    if template is None:
+        return parse_workload(raw)
+    return _from_template(template, raw["metadata"]["name"], raw["metadata"].get("creationTimestamp"), raw["metadata"].get("uid"))
+
+
+def _template_of(raw: Any) -> WorkloadSpec | None:
+    """The parsed template of a Workload dict; None when it cannot be memoized (parse it whole)."""
     meta = raw.get("metadata") if type(raw) is dict else None
     if type(meta) is not dict or not isinstance(meta.get("name"), str):
-        return parse_workload(raw)
+        return None
     try:
         key = (
             meta.get("namespace"),
             _encode(meta.get("labels")),
             _encode({k: v for k, v in raw.items() if k != "metadata"}),
         )
+        template = _SPECS.get(key)
     except (TypeError, msgspec.EncodeError):
-        return parse_workload(raw)
-    template = _SPECS.get(key)
+        return None
     if template is None:
         generic = {**raw, "metadata": {k: v for k, v in meta.items() if k not in _IDENTITY} | {"name": "template"}}
         template = parse_workload(generic)
         if len(_SPECS) >= 4096:
             _SPECS.clear()
         _SPECS[key] = template
-    created = meta.get("creationTimestamp")
-    uid = meta.get("uid")
+    return template
+
+
+def _from_template(template: WorkloadSpec, name: str, created: Any, uid: Any) -> WorkloadSpec:
     return WorkloadSpec(
-        template.namespace, meta["name"], template.queue_name, template.priority, template.priority_class,
+        template.namespace, name, template.queue_name, template.priority, template.priority_class,
         template.active, template.labels, parse_time(created) if created is not None else None,
         template.pod_sets, uid if isinstance(uid, str) else None,
     )
+
+
+_RAW_SPECS: dict[tuple[Any, ...], WorkloadSpec] = {}
+
+
+def parse_accepted_json(data: msgspec.Raw | bytes) -> WorkloadSpec:
+    """`parse_accepted` of a Workload given as JSON, without decoding what the template has.
+
+    The template key is made of the JSON text itself (the namespace, the labels' bytes and every
+    top-level member but `metadata`, bytes as written): equal bytes are equal content, so a hit
+    is exactly the template `parse_accepted` would use; text that differs only in spelling just
+    misses and is parsed. Empty `data`: no workload."""
+    if not data:
+        return parse_workload(None)
+    try:
+        parts = _workload_parts.decode(data)
+        meta_raw = parts.get("metadata")
+        meta = _workload_meta.decode(meta_raw) if meta_raw is not None else None
+    except msgspec.DecodeError:  # not an object (or metadata is not): the full parse says why
+        return parse_accepted(_json.decode(data))
+    if meta is None or not isinstance(meta.name, str) or not (meta.namespace is None or isinstance(meta.namespace, str)):
+        return parse_accepted(_json.decode(data))
+    key = (
+        meta.namespace,
+        bytes(meta.labels),
+        *[(k, bytes(v)) for k, v in parts.items() if k != "metadata"],
+    )
+    template = _RAW_SPECS.get(key)
+    if template is None:
+        raw = _json.decode(data)
+        template = _template_of(raw)
+        if template is None:
+            return parse_workload(raw)
+        if len(_RAW_SPECS) >= 4096:
+            _RAW_SPECS.clear()
+        _RAW_SPECS[key] = template
+    return _from_template(template, meta.name, meta.creationTimestamp, meta.uid)
 
 
 _AMOUNTS: dict[tuple[str, str], int] = {}
@@ -283,9 +355,10 @@ def assignment_usage(decision: Admitted | QuotaReserved) -> dict[FR, int]:
     return usage
 
 
-@dataclass(slots=True)
-class DecisionRecord:
-    """One record of the decision log: where it is, the decision, and its bytes as recorded."""
+class DecisionRecord(msgspec.Struct, gc=False):
+    """One record of the decision log: where it is, the decision, and its bytes as recorded.
+
+    A Struct outside the cyclic GC (one per decision on a rebuild; it cannot be in a cycle)."""
 
     offset: int  # in the decision log
     decision: AnyDecision | None  # None: a decision type this version cannot decode
@@ -369,16 +442,19 @@ class Projection:
                 evictions[dec.workload] = evictions.get(dec.workload, 0) + 1  # type: ignore[union-attr]
         self._rejections = rejections
         self._evictions = evictions
-        raw: Any = None
+        env: _Envelope | None = None
         if value:
             try:
-                raw = _json.decode(value)
+                env = _envelope.decode(value)
             except (msgspec.DecodeError, UnicodeDecodeError):
-                raw = None
-        if type(raw) is dict or isinstance(raw, Mapping):
+                env = None  # not a JSON object: the engine rejected it
+        if env is not None:
             self._top_time = None
             try:
-                self._dispatch(raw, offset * BATCH_SLOTS, record_time, top_level=True)
+                if env.type in _FAST_EVENTS:
+                    self._dispatch_workload_event(env, offset * BATCH_SLOTS, record_time)
+                else:
+                    self._dispatch(_json.decode(value), offset * BATCH_SLOTS, record_time, top_level=True)  # type: ignore[arg-type]
             except _Reject:
                 pass
             # Decisions are caused by the top-level event (a whole Batch): they happen at its time.
@@ -392,15 +468,33 @@ class Projection:
         if self._dirty:
             self._route_dirty()
 
-    def _dispatch(self, raw: Mapping[str, Any], seq: int, record_time: int, top_level: bool) -> None:
-        etype = raw.get("type")
-        event_id = raw.get("id")
+    def _dispatch_workload_event(self, env: _Envelope, seq: int, record_time: int) -> None:
+        """`_dispatch` of a top-level workload event, read from its envelope alone."""
+        event_id = env.id
+        if not self._stamp(event_id, env.time, record_time, True):
+            return
+        if self._rejections:
+            raise _Reject  # the engine said so (see _dispatch)
+        if env.type == "WorkloadSubmitted":
+            try:
+                self._submit(parse_accepted_json(env.workload), seq)
+            except InvalidInput:
+                self._anomaly(f"input offset {self.position}: accepted by the engine, invalid to the fold")
+                raise _Reject from None
+            except _Reject:
+                self._anomaly(f"input offset {self.position}: accepted by the engine, rejected by the fold")
+                raise
+        # else: decided by its decisions (_DECIDED_BY_DECISIONS)
+        if event_id is not None:
+            self.seen_ids.add(event_id)
+
+    def _stamp(self, event_id: Any, time: Any, record_time: int, top_level: bool) -> bool:
+        """The envelope's id and time, as the engine reads them first; False: a retried id."""
         if event_id is not None:
             if not isinstance(event_id, str):
                 raise _Reject
             if event_id in self.seen_ids:
-                return  # a producer's retry
-        time = raw.get("time")
+                return False  # a producer's retry
         if time is not None:
             try:
                 self._event_time = parse_time(time)
@@ -413,6 +507,13 @@ class Projection:
         elif top_level:
             self._event_time = None
         self.event_time_us = self._event_time if self._event_time is not None else record_time
+        return True
+
+    def _dispatch(self, raw: Mapping[str, Any], seq: int, record_time: int, top_level: bool) -> None:
+        etype = raw.get("type")
+        event_id = raw.get("id")
+        if not self._stamp(event_id, raw.get("time"), record_time, top_level):
+            return
         if etype == "Batch":
             if not top_level:
                 raise _Reject
@@ -600,7 +701,9 @@ class Projection:
         return value
 
     def _workload_submitted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
-        spec = parse_accepted(raw.get("workload")) if top_level else parse_workload(raw.get("workload"))
+        self._submit(parse_accepted(raw.get("workload")) if top_level else parse_workload(raw.get("workload")), seq)
+
+    def _submit(self, spec: WorkloadSpec, seq: int) -> None:
         key = spec.key
         if key in self.workloads or key in self.finished:
             raise _Reject

@@ -246,7 +246,7 @@ def test_memoized_parse_equals_parse_workload() -> None:
     from bench.engine_bench import generate, render
 
     from domain.workload import parse_workload
-    from projections.fold import parse_accepted
+    from projections.fold import parse_accepted, parse_accepted_json
 
     raws = []
     for e in Generator(3).events(800):
@@ -264,5 +264,8 @@ def test_memoized_parse_equals_parse_workload() -> None:
         except Exception:
             continue
         assert parse_accepted(wl) == expected
+        # the fold's path from the event's bytes: templates keyed by the JSON text, twice to hit
+        assert parse_accepted_json(msgspec.json.encode(wl)) == expected
+        assert parse_accepted_json(msgspec.json.encode(wl)) == expected
         checked += 1
     assert checked > 300
