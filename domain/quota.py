@@ -31,6 +31,7 @@ class QuotaNode:
         "usage",
         "tree_height",
         "weight",
+        "leaf_nodes",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -45,6 +46,9 @@ class QuotaNode:
         self.usage: dict[FR, int] = {}
         self.tree_height = 0  # longest distance to a leaf; kept by recompute()
         self.weight = 1000  # fairSharing.weight in milli-units (default 1)
+        # leaves(), kept by recompute(): every change of the tree's shape ends with a recompute of
+        # the roots it touched, and wakes/releases ask for a cohort's leaves on every event.
+        self.leaf_nodes: list[QuotaNode] | None = None
 
     # -- structure --------------------------------------------------------------------------
     def root(self) -> QuotaNode:
@@ -60,7 +64,15 @@ class QuotaNode:
             node = node.parent
 
     def leaves(self) -> list[QuotaNode]:
-        """The ClusterQueues of this subtree, in name order at each level."""
+        """The ClusterQueues of this subtree, in name order at each level (do not mutate)."""
+        if self.is_cluster_queue:
+            return [self]
+        cached = self.leaf_nodes
+        if cached is None:
+            cached = self.leaf_nodes = self._collect_leaves()
+        return cached
+
+    def _collect_leaves(self) -> list[QuotaNode]:
         out: list[QuotaNode] = []
         stack = [self]
         while stack:
@@ -85,31 +97,44 @@ class QuotaNode:
         self.lending_limit = lending_limit
 
     # -- formulas ---------------------------------------------------------------------------
+    # Most nodes set no lending limit (then localQuota is 0) and no borrowing limit: the checks
+    # on the dicts' emptiness skip their lookups on the hot paths; the formulas are unchanged.
     def local_quota(self, fr: FR) -> int:
+        if not self.lending_limit:
+            return 0
         ll = self.lending_limit.get(fr)
         if ll is None:
             return 0
-        return max(0, self.subtree.get(fr, 0) - ll)
+        local = self.subtree.get(fr, 0) - ll
+        return local if local > 0 else 0
 
     def local_available(self, fr: FR) -> int:
-        return max(0, self.local_quota(fr) - self.usage.get(fr, 0))
+        free = self.local_quota(fr) - self.usage.get(fr, 0)
+        return free if free > 0 else 0
 
     def available(self, fr: FR) -> int:
         """Kueue's available(): what this node could still take, through its ancestors."""
         parent = self.parent
         if parent is None:
             return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
+        if parent.parent is None:
+            return self.available_below(fr, parent.subtree.get(fr, 0) - parent.usage.get(fr, 0))
         return self.available_below(fr, parent.available(fr))
 
     def available_below(self, fr: FR, headroom: int) -> int:
         """available() given what the parent has available (`headroom`)."""
-        bl = self.borrowing_limit.get(fr)
-        local = self.local_quota(fr)
         usage = self.usage.get(fr, 0)
-        if bl is not None:
-            lendable = self.subtree.get(fr, 0) - local
-            headroom = min(headroom, lendable - max(0, usage - local) + bl)
-        return max(0, local - usage) + headroom
+        local = self.local_quota(fr) if self.lending_limit else 0
+        if self.borrowing_limit:
+            bl = self.borrowing_limit.get(fr)
+            if bl is not None:
+                lendable = self.subtree.get(fr, 0) - local
+                over = usage - local
+                limit = lendable - (over if over > 0 else 0) + bl
+                if limit < headroom:
+                    headroom = limit
+        own = local - usage
+        return own + headroom if own > 0 else headroom
 
     def potential_available(self, fr: FR) -> int:
         """What this node could take if the whole tree were idle (Kueue's potentialAvailable)."""
@@ -130,19 +155,21 @@ class QuotaNode:
         """Add (or, negative, remove) usage; the parent sees only what exceeds localQuota."""
         node: QuotaNode | None = self
         while node is not None and delta != 0:
-            local = node.local_quota(fr)
-            before = node.usage.get(fr, 0)
+            usage = node.usage
+            before = usage.get(fr, 0)
             after = before + delta
             if after:
-                node.usage[fr] = after
+                usage[fr] = after
             else:
-                node.usage.pop(fr, None)
-            delta = max(0, after - local) - max(0, before - local)
+                del usage[fr]  # after == 0 with delta != 0: before was a stored, nonzero value
+            local = node.local_quota(fr) if node.lending_limit else 0
+            delta = (after - local if after > local else 0) - (before - local if before > local else 0)
             node = node.parent
 
     def add_usages(self, usage: dict[FR, int], sign: int = 1) -> None:
+        add = self.add_usage
         for fr, value in usage.items():
-            self.add_usage(fr, sign * value)
+            add(fr, sign * value)
 
 
 def recompute(root: QuotaNode) -> None:
@@ -151,6 +178,7 @@ def recompute(root: QuotaNode) -> None:
 
 
 def _recompute(node: QuotaNode) -> None:
+    node.leaf_nodes = None
     if node.is_cluster_queue:
         node.subtree = dict(node.nominal)
         node.tree_height = 0
@@ -178,11 +206,16 @@ def borrowing_level(cq: QuotaNode, fr: FR, value: int) -> tuple[int, bool]:
 
     The second value says whether quota could be reclaimed inside the hierarchy.
     """
-    if cq.parent is None or not cq.borrowing_with(fr, value):
-        return 0, cq.parent is not None
+    parent = cq.parent
+    if parent is None:
+        return 0, False
+    if cq.usage.get(fr, 0) + value <= cq.subtree.get(fr, 0):
+        return 0, True
     remaining = value - cq.local_available(fr)
-    for node in cq.ancestors():
-        if not node.borrowing_with(fr, remaining):
-            return node.height(), node.parent is not None
+    node: QuotaNode | None = parent
+    while node is not None:
+        if node.usage.get(fr, 0) + remaining <= node.subtree.get(fr, 0):
+            return node.tree_height, node.parent is not None
         remaining -= node.local_available(fr)
-    return cq.root().height(), False
+        node = node.parent
+    return cq.root().tree_height, False
