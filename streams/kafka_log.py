@@ -382,7 +382,7 @@ class KafkaWriter(TransactionalWriter):
         self._lost = False
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Transaction]:
+    async def transaction(self) -> AsyncIterator[_KafkaTransaction]:
         producer = self._producer
         if producer is None or self._lost:
             raise Fenced(f"writer {self.name!r} is not active")
@@ -410,6 +410,12 @@ class KafkaWriter(TransactionalWriter):
                 raise LogUnavailable(f"transaction failed: {exc!r}") from exc
             raise
 
+    async def commit(self, items: Sequence[tuple[str, Message]]) -> list[int]:
+        # The agent's path: the whole batch at once, not one awaited append per record.
+        async with self.transaction() as tx:
+            tx.extend(items)
+        return tx.offsets
+
     async def close(self) -> None:
         producer, self._producer = self._producer, None
         if producer is not None:
@@ -436,6 +442,9 @@ class _KafkaTransaction(Transaction):
 
     async def append(self, topic: str, message: Message) -> None:
         self._pending.append((topic, message))
+
+    def extend(self, items: Sequence[tuple[str, Message]]) -> None:
+        self._pending.extend(items)
 
     async def flush(self) -> None:
         pending, self._pending = self._pending, []
