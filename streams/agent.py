@@ -41,8 +41,9 @@ in memory is never trusted past a failed write.
 Snapshots are taken every `snapshot_every_events` processed events or `snapshot_every_seconds`
 (whichever first, and only when something changed), so a restart folds at most that many events.
 
-Logs (structlog, JSON): `event` per input event at debug, `decision` per decision at info, both
-with offsets; `recovered`, `snapshot`, `standby`, `active` and failures at info/warning.
+Logs (structlog, JSON): `input event` and `decision` per input event and per decision at debug,
+with offsets (the decision log already holds every decision: repeating each one at info would
+cost the agent about as much CPU as the rest of its shell); `recovered`, `snapshot`, `standby`, `active` and failures at info/warning.
 """
 
 from __future__ import annotations
@@ -298,7 +299,7 @@ class Agent:
         apply = engine.apply
         debug = _enabled(log, logging.DEBUG)
         # Per-decision log lines are built at commit time only when someone will read them.
-        keep_decided = _enabled(log, logging.INFO)
+        keep_decided = debug
 
         folded = processed  # the last input offset folded into `engine`
         inflight: asyncio.Task[None] | None = None  # the previous batch's commit
@@ -372,7 +373,7 @@ class Agent:
         if batch.out:
             status.transactions += 1
         for decision, offset in zip(batch.decided, offsets, strict=False):
-            log.info(
+            log.debug(
                 "decision",
                 type=type(decision).__name__,
                 workload=decision.workload,

@@ -22,6 +22,7 @@ from streams.log import EventLog, Message, Topics
 from streams.settings import (
     ENV_DECISIONS_TOPIC,
     ENV_INPUT_TOPIC,
+    ENV_LOG_LEVEL,
     ENV_SNAPSHOTS_TOPIC,
 )
 
@@ -184,6 +185,8 @@ def agent_env(topics: Topics, **extra: str) -> dict[str, str]:
         ENV_DECISIONS_TOPIC: topics.decisions,
         ENV_SNAPSHOTS_TOPIC: topics.snapshots,
         "PYTHONHASHSEED": "random",
+        # Per-decision log lines are debug: the tests read them to see which agent decided.
+        ENV_LOG_LEVEL: "debug",
     }
     env.update(extra)
     return env

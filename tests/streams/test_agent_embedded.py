@@ -267,9 +267,11 @@ async def test_an_unusable_snapshot_falls_back_to_folding_from_zero(tmp_path: Pa
     await log.close()
 
 
-async def test_snapshot_by_time_and_json_log_lines(tmp_path: Path) -> None:
+@pytest.mark.parametrize("level", ["debug", "info"])
+async def test_snapshot_by_time_and_json_log_lines(tmp_path: Path, level: str) -> None:
     """A snapshot is taken after `snapshot_every_seconds` even when few events came; the agent
-    logs one JSON line per input event (debug) and per decision (info), with offsets."""
+    logs one JSON line per input event and per decision (both debug), with offsets; at info it
+    logs its lifecycle and snapshots, not every event (the decision log already has them)."""
     import io
     import logging
 
@@ -280,7 +282,7 @@ async def test_snapshot_by_time_and_json_log_lines(tmp_path: Path) -> None:
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
     buffer = io.StringIO()
-    logs.configure("debug", stream=buffer)
+    logs.configure(level, stream=buffer)
     try:
         topics = Topics("in", "out", "snap")
         events = list(generated_events(30, seed=4))
@@ -308,8 +310,12 @@ async def test_snapshot_by_time_and_json_log_lines(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
     inputs = [line for line in lines if line["event"] == "input event"]
     decisions = [line for line in lines if line["event"] == "decision"]
+    assert [line["event"] for line in lines if line["event"] in ("recovered", "snapshot")][:2] == ["recovered", "snapshot"]
+    if level == "info":
+        assert not inputs and not decisions
+        return
     assert [line["offset"] for line in inputs] == list(range(len(events)))
     assert all(line["level"] == "debug" for line in inputs)
-    assert decisions and all(line["level"] == "info" for line in decisions)
+    assert decisions and all(line["level"] == "debug" for line in decisions)
     assert [line["offset"] for line in decisions] == list(range(len(decisions)))
     assert {"cause_offset", "cause_index", "type", "workload", "timestamp"} <= set(decisions[0])
