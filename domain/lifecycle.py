@@ -77,9 +77,12 @@ def route(state: State, out: Emitter, ws: WorkloadState) -> None:
 def unroute(state: State, ws: WorkloadState) -> None:
     """Take a pending workload out of wherever it waits."""
     if ws.queued and ws.cluster_queue is not None:
-        state.cluster_queues[ws.cluster_queue].queue.remove(ws.order_key)
+        cq = state.cluster_queues[ws.cluster_queue]
+        cq.queue.remove(ws.order_key)
         ws.queued = False
         ws.cluster_queue = None
+        if cq.queue.strict and cq.queue.is_ready():
+            state.ready[cq.name] = None  # the StrictFIFO head that held the queue is gone
     unpark(state, ws)
 
 

@@ -26,7 +26,7 @@ Status = tuple[str, str]  # (reason, message)
 
 class PendingQueue:
     __slots__ = (
-        "strict", "members", "classes", "class_of", "ready", "parked", "blocked",
+        "strict", "members", "classes", "class_of", "ready", "parked", "blocker",
         "generic", "waiting_for", "thresholds", "serial",
     )
 
@@ -37,7 +37,10 @@ class PendingQueue:
         self.class_of: dict[str, Hashable] = {}  # workload key -> class
         self.ready: Any = SortedList()  # (head OrderKey, class) of classes worth trying
         self.parked: dict[Hashable, Status] = {}  # class -> why its head failed
-        self.blocked = False
+        # StrictFIFO: the head that failed and holds the queue. Kueue requeues it at once and
+        # tries it again every cycle; here the queue sleeps until something could change the
+        # answer: a release (requeue_all), the head leaving, or a workload that sorts before it.
+        self.blocker: OrderKey | None = None
         # BestEffortFIFO parked classes are of two kinds. Most wait for "something to change" and
         # wake on any release in the cohort (`generic`). A class whose head asks, for some pod
         # set, more of a resource than any flavor has available waits for that resource only:
@@ -73,6 +76,8 @@ class PendingQueue:
         members.add(key)
         parked = self.parked.get(cls)
         if self.strict:
+            if self.blocker is not None and key < self.blocker:
+                self.blocker = None  # a new head, tried before the one that failed
             return parked
         if parked is not None:
             return parked
@@ -83,7 +88,17 @@ class PendingQueue:
             self.ready.add((key, cls))
         return None
 
+    @property
+    def blocked(self) -> bool:
+        return self.blocker is not None
+
+    def restore_blocked(self) -> None:
+        """Re-establish a blocked StrictFIFO queue from a snapshot: its head is the blocker."""
+        self.blocker = self._strict_head()
+
     def remove(self, key: OrderKey) -> None:
+        if key == self.blocker:
+            self.blocker = None  # the next workload gets its turn
         wl = key[3]
         cls = self.class_of.pop(wl)
         self.members.remove(key)
@@ -102,15 +117,16 @@ class PendingQueue:
     # -- scheduling -----------------------------------------------------------------------
     def head(self) -> OrderKey | None:
         if self.strict:
-            if self.blocked:
-                return None
-            for key in self.members:
-                if self.class_of[key[3]] not in self.parked:
-                    return key  # type: ignore[no-any-return]
-            return None
+            return None if self.blocker is not None else self._strict_head()
         if not self.ready:
             return None
         return self.ready[0][0]  # type: ignore[no-any-return]
+
+    def _strict_head(self) -> OrderKey | None:
+        for key in self.members:
+            if self.class_of[key[3]] not in self.parked:
+                return key  # type: ignore[no-any-return]
+        return None
 
     def park(self, key: OrderKey, status: Status, blocks: bool = True,
              needs: tuple[str, int] | None = None) -> None:
@@ -119,7 +135,7 @@ class PendingQueue:
         much). In StrictFIFO a parked head blocks the queue unless `blocks` is false."""
         cls = self.class_of[key[3]]
         if self.strict and blocks:
-            self.blocked = True
+            self.blocker = key
             return
         if cls in self.parked:
             return
@@ -172,8 +188,8 @@ class PendingQueue:
     def requeue_all(self) -> bool:
         """Something that could change the answer happened; returns whether anything woke up."""
         if self.strict:
-            woke = (self.blocked or bool(self.parked)) and bool(self.members)
-            self.blocked = False
+            woke = (self.blocker is not None or bool(self.parked)) and bool(self.members)
+            self.blocker = None
             self.parked.clear()
             self.generic.clear()
             return woke

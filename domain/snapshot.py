@@ -167,7 +167,8 @@ def load(data: bytes) -> Engine:
         cq.admitted = dict.fromkeys(q.admitted)
         for member, status in q.parked:
             cq.queue.restore_parked(cq.queue.class_of[member], status)
-        cq.queue.blocked = q.blocked
+        if q.blocked:
+            cq.queue.restore_blocked()
         cq.sticky = q.sticky
         if q.sticky is not None and cq.queue.is_parked(q.sticky):
             state.waiting_preemptors[q.name] = None

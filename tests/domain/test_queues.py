@@ -1,4 +1,6 @@
-"""PendingQueue against a plain model: heads, parking, waking, removal, in both strategies."""
+"""PendingQueue against a plain model: heads, parking, waking, removal, in both strategies
+(a StrictFIFO head that failed holds the queue until a wake, its removal, or a workload that
+sorts before it)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: boo
     q = PendingQueue(strict)
     members: dict[str, tuple[tuple[int, int, int, str], int]] = {}
     parked: set[int] = set()
-    blocked = False
+    blocker = None  # StrictFIFO: the head that failed, holding the queue until it leaves or is outranked
     serial = 0
     for op, a, b in operations:
         if op == "push":
@@ -33,10 +35,14 @@ def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: boo
             status = q.push(key, b)
             members[key[3]] = (key, b)
             assert (status is not None) == (b in parked)
+            if blocker is not None and key < blocker:
+                blocker = None
         elif op == "remove" and members:
             name = sorted(members)[a % len(members)]
             key, cls = members.pop(name)
             q.remove(key)
+            if key == blocker:
+                blocker = None
             if not any(c == cls for _, c in members.values()):
                 parked.discard(cls)
         elif op == "park":
@@ -44,15 +50,15 @@ def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: boo
             if head is not None:
                 q.park(head, ("R", "m"))
                 if strict:
-                    blocked = True
+                    blocker = head
                 else:
                     parked.add(members[head[3]][1])
         elif op == "wake":
             q.requeue_all()
             parked.clear()
-            blocked = False
+            blocker = None
         if strict:
-            expected = None if blocked or not members else min(k for k, _ in members.values())
+            expected = None if blocker is not None or not members else min(k for k, _ in members.values())
         else:
             candidates = [k for k, c in members.values() if c not in parked]
             expected = min(candidates) if candidates else None
