@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from domain.quantity import QuantityError, parse_quantity, to_amount
 
-__all__ = ["PodSetError", "pod_set_requests"]
+__all__ = ["PodSetError", "pod_set_requests", "requests_above_limits"]
 
 # Kueue counts pods itself; users may not request them (workload webhook).
 _RESERVED: Final = "pods"
@@ -73,6 +73,42 @@ def pod_set_requests(pod_set: Mapping[str, Any], *, path: str = "") -> dict[str,
     else:
         requests = _resource_list(pod_set.get("requests"), f"{prefix}requests")
     return {name: to_amount(name, requests[name]) for name in sorted(requests)}
+
+
+def requests_above_limits(pod_set: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Where a pod set's template requests more than its limits, as Kueue's ValidateResources
+    finds it: (path relative to the pod set, sorted resource names) for each init container,
+    then each container, then the pod-level block. Only the template form has limits.
+
+    Call it on a pod set that pod_set_requests accepted (shapes are not checked again)."""
+    template = pod_set.get("template")
+    if not isinstance(template, Mapping):
+        return ()
+    spec = _mapping(template.get("spec"), "template.spec")
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for field in ("initContainers", "containers"):
+        for i, container in enumerate(_sequence(spec.get(field), f"template.spec.{field}")):
+            where = f"template.spec.{field}[{i}]"
+            names = _greater(_mapping(container, where).get("resources"), where)
+            if names:
+                found.append((where, names))
+    names = _greater(spec.get("resources"), "template.spec.resources")
+    if names:
+        found.append(("template.spec.resources", names))
+    return tuple(found)
+
+
+def _greater(resources: object, where: str) -> tuple[str, ...]:
+    """Resources whose request exceeds their limit, compared as Kueue amounts."""
+    block = _mapping(resources, where)
+    limits = _resource_list(block.get("limits"), f"{where}.limits")
+    if not limits:
+        return ()
+    requests = _resource_list(block.get("requests"), f"{where}.requests")
+    return tuple(
+        name for name in sorted(requests)
+        if name in limits and to_amount(name, requests[name]) > to_amount(name, limits[name])
+    )
 
 
 def _template_requests(template: object, where: str) -> Resources:

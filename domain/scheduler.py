@@ -178,6 +178,11 @@ class Scheduler:
                 status = (reasons.MISCONFIGURED, reasons.MSG_NAMESPACE_MISMATCH)
                 self._park(out, cq, ws, status, blocks=False)
                 continue
+            invalid = ws.spec.resources_error
+            if invalid is not None:
+                # Unlike a namespace mismatch, Kueue requeues it at once: a StrictFIFO head blocks.
+                self._park(out, cq, ws, (reasons.MISCONFIGURED, invalid))
+                continue
             needs = self._still_hopeless(cq, ws)
             if needs is not None:
                 assert ws.last_status is not None

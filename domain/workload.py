@@ -12,7 +12,7 @@ import msgspec
 from domain import reasons
 from domain.fields import Fields, InvalidInput
 from domain.objects import Toleration
-from domain.pod_requests import PodSetError, pod_set_requests
+from domain.pod_requests import PodSetError, pod_set_requests, requests_above_limits
 from domain.timestamps import TimestampError, parse_time
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -27,6 +27,8 @@ class PodSet:
     per_pod: tuple[tuple[str, int], ...]  # sorted by resource name
     node_selector: tuple[tuple[str, str], ...]
     tolerations: tuple[Toleration, ...]
+    # (path below the pod set, resources) where a container requests more than its limit
+    above_limits: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def totals(self, count: int | None = None) -> dict[str, int]:
         n = self.count if count is None else count
@@ -45,6 +47,9 @@ class WorkloadSpec:
     creation_time: int | None
     pod_sets: tuple[PodSet, ...]
     uid: str | None = None
+    # Set when some container requests more than its limit: Kueue holds such a workload as
+    # Misconfigured until it is updated (checked when it is nominated, like the namespace).
+    resources_error: str | None = None
 
     @property
     def key(self) -> str:
@@ -52,7 +57,30 @@ class WorkloadSpec:
 
     def shape(self) -> tuple[Any, ...]:
         """What admission depends on besides priority and namespace: equal shapes, equal answers."""
-        return tuple((p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.tolerations) for p in self.pod_sets)
+        return tuple(
+            (p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.tolerations, p.above_limits)
+            for p in self.pod_sets
+        )
+
+
+
+def _resources_error(pod_sets: tuple[PodSet, ...]) -> str | None:
+    """Kueue's admissibility check of requests against limits (ValidateResources): the
+    message a workload is held with, Misconfigured, or None."""
+    errors = [
+        f"spec.podSets[{i}].{where}: Invalid value: {_json_list(names)}: {reasons.MSG_REQUESTS_ABOVE_LIMITS}"
+        for i, ps in enumerate(pod_sets)
+        for where, names in ps.above_limits
+    ]
+    if not errors:
+        return None
+    unique = list(dict.fromkeys(errors))  # an aggregate of field errors drops repeats
+    joined = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    return f"{reasons.MSG_RESOURCES_VALIDATION_FAILED}: {joined}"
+
+
+def _json_list(names: tuple[str, ...]) -> str:
+    return "[" + ",".join(f'"{n}"' for n in names) + "]"
 
 
 def _invalid(message: str) -> InvalidInput:
@@ -95,6 +123,7 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
         creation_time=creation,
         pod_sets=pod_sets,
         uid=meta.opt_str("uid"),
+        resources_error=_resources_error(pod_sets) if any(ps.above_limits for ps in pod_sets) else None,
     )
 
 
@@ -167,6 +196,7 @@ def _parse_pod_set_uncached(ps: Fields) -> PodSet:
         per_pod=tuple(sorted(per_pod.items())),
         node_selector=tuple(pod_spec.str_map("nodeSelector").items()),
         tolerations=tuple(_toleration(t) for t in pod_spec.objects("tolerations")),
+        above_limits=requests_above_limits(ps.data),
     )
 
 
