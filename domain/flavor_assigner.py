@@ -167,9 +167,11 @@ class FlavorAssigner:
 
     def assign(self, wl: WorkloadSpec, counts: list[int] | None = None) -> Assignment:
         result = Assignment(pod_sets=[])
+        usage = result.usage
         worst = BEST
         severity = 0
         tracks_pods = "pods" in self.groups
+        fungibility = self.cq.flavor_fungibility
         for i, ps in enumerate(wl.pod_sets):
             count = ps.count if counts is None else counts[i]
             requests = ps.totals(count)
@@ -177,14 +179,17 @@ class FlavorAssigner:
                 requests["pods"] = count
             psr = PodSetResult(ps.name, count, requests)
             result.pod_sets.append(psr)
-            failed_reason = self._assign_pod_set(ps, psr, result.usage)
+            failed_reason = self._assign_pod_set(ps, psr, usage)
+            modes, borrows = psr.modes, psr.borrows
             for res, flavor in psr.flavors.items():
                 fr = (flavor, res)
-                result.usage[fr] = result.usage.get(fr, 0) + requests.get(res, 0)
-            for res in psr.flavors:
-                mode = GranularMode(psr.modes[res], psr.borrows[res])
-                if is_preferred(worst, mode, self.cq.flavor_fungibility):
-                    worst = mode
+                usage[fr] = usage.get(fr, 0) + requests.get(res, 0)
+                mode, borrow = modes[res], borrows[res]
+                if mode == FIT and borrow == 0:
+                    continue  # never preferred over the worst so far (BEST is the best there is)
+                candidate = GranularMode(mode, borrow)
+                if is_preferred(worst, candidate, fungibility):
+                    worst = candidate
             if failed_reason is not None:
                 psr.fits = False
                 worst = WORST
@@ -203,18 +208,17 @@ class FlavorAssigner:
 
     def _assign_pod_set(self, ps: PodSet, psr: PodSetResult, assigned: dict[FR, int]) -> str | None:
         """Fill psr; return the NoFit reason if some resource group found no flavor."""
-        order = sorted(psr.requests, key=resource_order)
-        for res in order:
+        requests = psr.requests
+        for res in _request_order(requests):
             if res in psr.flavors:
                 continue
             group = self.groups.get(res)
             if group is None:
-                if psr.requests[res] == 0:
+                if requests[res] == 0:
                     continue
                 psr.reasons.append(f"resource {res} unavailable in ClusterQueue")
                 return reasons.NO_MATCHING_FLAVOR
-            covered = {r: psr.requests[r] for r in group.covered if r in psr.requests}
-            found = self._find_flavor(ps, group, covered, assigned)
+            found = self._find_flavor(ps, group, _covered(group, requests), requests, assigned)
             psr.reasons.extend(found.reasons)
             if not found.flavors:
                 return found.no_fit_reason or reasons.NO_MATCHING_FLAVOR
@@ -228,9 +232,11 @@ class FlavorAssigner:
         self,
         ps: PodSet,
         group: ResourceGroup,
+        covered: tuple[str, ...],
         requests: dict[str, int],
         assigned: dict[FR, int],
     ) -> _GroupResult:
+        """One flavor for the group's resources `covered` (sorted) among the pod set's requests."""
         fungibility = self.cq.flavor_fungibility
         reasons_out: list[str] = []
         best: dict[str, str] = {}
@@ -248,16 +254,17 @@ class FlavorAssigner:
             flavor_reason = 0
             chosen: dict[str, str] = {}
             modes: dict[str, int] = {}
-            for res in sorted(requests):
+            for res in covered:
                 fr = (fname, res)
                 mode, borrow, text, no_fit = self._fits(fr, assigned.get(fr, 0), requests[res])
                 if text:
                     reasons_out.append(text)
                 if no_fit:
                     flavor_reason = max(flavor_reason, reasons.NO_FIT_SEVERITY[no_fit])
-                candidate = GranularMode(mode, borrow)
-                if is_preferred(rep, candidate, fungibility):
-                    rep = candidate
+                if mode != FIT or borrow != 0:  # a perfect fit is never preferred over rep
+                    candidate = GranularMode(mode, borrow)
+                    if is_preferred(rep, candidate, fungibility):
+                        rep = candidate
                 if rep.mode == NO_FIT:
                     continue
                 chosen[res] = fname
@@ -279,8 +286,12 @@ class FlavorAssigner:
         flavor, res = fr
         node = self.node
         value = assumed + request
-        available = max(0, node.available(fr))
+        available = node.available(fr)
+        if available < 0:
+            available = 0
         if value <= available:
+            if node.parent is None or node.usage.get(fr, 0) + value <= node.subtree.get(fr, 0):
+                return _FIT_NO_BORROWING  # borrowing_level is 0 without borrowing
             return FIT, borrowing_level(node, fr, value)[0], "", ""
         capacity = node.potential_available(fr)
         if value > capacity:
@@ -317,6 +328,31 @@ class FlavorAssigner:
                 if key in labels and labels[key] != value:
                     return f"flavor {fname} doesn't match node affinity"
         return None
+
+
+_FIT_NO_BORROWING = (FIT, 0, "", "")
+
+# A pod set's resources and a group's covered resources come in a handful of combinations;
+# their orders are computed once per combination rather than sorted on every assignment.
+_REQUEST_ORDER: dict[tuple[str, ...], list[str]] = {}
+_COVERED: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
+
+
+def _request_order(requests: dict[str, int]) -> list[str]:
+    key = tuple(requests)
+    order = _REQUEST_ORDER.get(key)
+    if order is None:
+        order = _REQUEST_ORDER[key] = sorted(requests, key=resource_order)
+    return order
+
+
+def _covered(group: ResourceGroup, requests: dict[str, int]) -> tuple[str, ...]:
+    """The group's covered resources that the pod set requests, sorted by name."""
+    key = (group.covered, tuple(requests))
+    covered = _COVERED.get(key)
+    if covered is None:
+        covered = _COVERED[key] = tuple(sorted(r for r in group.covered if r in requests))
+    return covered
 
 
 _FNV_OFFSET = 0xCBF29CE484222325
