@@ -111,6 +111,14 @@ class Engine:
 
     # -- decoding ----------------------------------------------------------------------------
     def _decode(self, event: bytes | str | Mapping[str, Any] | Unparseable, out: Emitter) -> Mapping[str, Any] | None:
+        if type(event) is bytes:
+            try:
+                raw = _json.decode(event)
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                pass  # reported below, by the general path
+            else:
+                if type(raw) is dict:
+                    return raw
         if isinstance(event, Mapping):
             return event
         if isinstance(event, Unparseable):

@@ -233,10 +233,10 @@ def drop_if_terminated(state: State, out: Emitter, cq: ClusterQueueState) -> Non
     """A deleted ClusterQueue lingers, inactive, while workloads hold its quota, as Kueue's
     finalizer keeps it; once the last one is gone, so is the queue, and the workloads that
     waited in it now wait for a ClusterQueue that does not exist."""
-    from domain.topology import remove_cluster_queue
-
     if not cq.terminating or cq.admitted:
         return
+    from domain.topology import remove_cluster_queue
+
     waiting = [state.workloads[key[3]] for key in cq.queue.keys()]
     remove_cluster_queue(state, cq)
     for ws in waiting:

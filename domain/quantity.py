@@ -113,7 +113,23 @@ def amount(resource: str, value: str | int | float) -> int:
     return to_amount(resource, parse_quantity(value))
 
 
+# Messages and admissions print the same few amounts over and over; the text depends only on
+# (resource, amount), so it is kept (bounded) rather than recomputed.
+_FORMATTED: dict[tuple[str, int], str] = {}
+_FORMATTED_LIMIT = 4096
+
+
 def format_amount(resource: str, amount: int) -> str:
+    key = (resource, amount)
+    text = _FORMATTED.get(key)
+    if text is None:
+        if len(_FORMATTED) >= _FORMATTED_LIMIT:
+            _FORMATTED.clear()
+        text = _FORMATTED[key] = _format_amount(resource, amount)
+    return text
+
+
+def _format_amount(resource: str, amount: int) -> str:
     """The canonical quantity string Kueue prints for an int64 amount.
 
     Mirrors ResourceFormatter.ResourceQuantityString:

@@ -42,19 +42,21 @@ from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
 def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
     out: list[tuple[ClusterQueueState, WorkloadState]] = []
-    for name in sorted(state.ready):
-        cq = state.cluster_queues.get(name)
+    ready = state.ready
+    cluster_queues = state.cluster_queues
+    for name in sorted(ready):
+        cq = cluster_queues.get(name)
         if cq is None or not cq.active:
-            del state.ready[name]
+            del ready[name]
             continue
-        ws = _sticky_head(state, cq)
+        ws = _sticky_head(state, cq) if cq.sticky is not None else None
         if ws is not None and cq.queue.is_parked(ws.key):
-            del state.ready[name]  # its preemptor waits for victims: nothing else goes first
+            del ready[name]  # its preemptor waits for victims: nothing else goes first
             continue
         if ws is None:
             key = cq.queue.head()
             if key is None:
-                del state.ready[name]
+                del ready[name]
                 continue
             ws = state.workloads[key[3]]
         out.append((cq, ws))
@@ -192,8 +194,10 @@ class Scheduler:
         ordered: Iterable[Entry]
         if self.fair:
             ordered = Tournament(entries)
-        else:
+        elif len(entries) > 1:
             ordered = sorted(entries, key=Entry.order)
+        else:
+            ordered = entries
 
         # Quota set aside for the rest of this cycle only: for entries waiting on victims and
         # for preemptors that cannot get any, so lower-ranked entries cannot take that room.
@@ -266,7 +270,10 @@ class Scheduler:
                 group = cq.groups.get(res)
                 if need <= 0 or group is None:
                     continue
-                if all(node.available((f.name, res)) < need for f in group.flavors):
+                for f in group.flavors:
+                    if node.available((f.name, res)) >= need:
+                        break
+                else:
                     return res, need
         return None
 
@@ -363,7 +370,11 @@ def _fits(cq: ClusterQueueState, assignment: Assignment, targets: list[Target]) 
         if t.ws.admission is not None:
             t.cq.node.add_usages(_usage(t), -1)
     node = cq.node
-    fits = all(value <= max(0, node.available(fr)) for fr, value in assignment.usage.items())
+    fits = True
+    for fr, value in assignment.usage.items():
+        if value > 0 and value > node.available(fr):  # value <= max(0, available)
+            fits = False
+            break
     for t in targets:
         if t.ws.admission is not None:
             t.cq.node.add_usages(_usage(t))

@@ -59,7 +59,7 @@ class WorkloadState:
 
     @property
     def key(self) -> str:
-        return self.spec.key
+        return self.order_key[3]  # spec.key, already built: the order key ends with it
 
     @property
     def uid(self) -> str:
