@@ -3,6 +3,10 @@
 Field order is the wire order: `type` first (the tag), then `workload`, then `cause`, then the
 type's own fields. msgspec encodes Structs field by field and dicts in insertion order, so the
 engine builds every dict in sorted key order and the bytes are the same on every run.
+
+Decisions are outside the cyclic GC (`gc=False`): they are immutable records that never refer
+back to anything that refers to them, and a consumer that keeps many of them (a replay, a
+benchmark, a batch waiting for its commit) should not make every full collection walk them.
 """
 
 from __future__ import annotations
@@ -10,19 +14,19 @@ from __future__ import annotations
 import msgspec
 
 
-class Cause(msgspec.Struct, frozen=True):
+class Cause(msgspec.Struct, frozen=True, gc=False):
     offset: int
     index: int
 
 
-class PodSetAssignment(msgspec.Struct, frozen=True):
+class PodSetAssignment(msgspec.Struct, frozen=True, gc=False):
     name: str
     flavors: dict[str, str]
     resourceUsage: dict[str, str]
     count: int
 
 
-class Decision(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True, kw_only=True):
+class Decision(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True, kw_only=True, gc=False):
     workload: str | None = None
     cause: Cause
 
