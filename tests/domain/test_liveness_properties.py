@@ -1,0 +1,118 @@
+"""Liveness: nothing waits in an empty cluster for quota it could have.
+
+The safety properties (test_engine_properties.py) hold for an engine that admits nothing. This
+one catches the opposite bug, a queue that stays asleep: after a random stream (the same
+configurations and streams, with some ClusterQueues StrictFIFO), every admitted workload is
+finished, again and again, until nothing holds quota. Then, for every workload still pending:
+
+* in a BestEffortFIFO queue, a fresh engine with the same configuration, given that workload
+  alone, must not admit it either: the drained engine had the whole cluster for it;
+* in a StrictFIFO queue, the head that holds the queue must be such a workload (what waits
+  behind it waits for good, as in Kueue, whatever its last status says).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_engine_properties import (
+    Config,
+    Expect,
+    Model,
+    configs,
+    decisions_of,
+    setup_events,
+    streams,
+    to_event,
+)
+
+from domain.engine import Engine
+
+QUOTA_REASONS = ("WaitingForQuota", "WaitingForPreemptedWorkloads")
+
+
+def with_strategies(events: list[dict[str, Any]], strict: frozenset[str]) -> list[dict[str, Any]]:
+    out = []
+    for event in events:
+        if event["type"] == "Batch":
+            out.append({**event, "events": with_strategies(event["events"], strict)})
+            continue
+        obj = event.get("object")
+        if obj is not None and obj["kind"] == "ClusterQueue" and obj["metadata"]["name"] in strict:
+            obj = {**obj, "spec": {**obj["spec"], "queueingStrategy": "StrictFIFO"}}
+            event = {**event, "object": obj}
+        out.append(event)
+    return out
+
+
+def config_events(event: dict[str, Any]) -> list[dict[str, Any]]:
+    if event["type"] == "Batch":
+        return [e for inner in event["events"] for e in config_events(inner)]
+    return [event] if event["type"] == "ConfigApplied" else []
+
+
+def admitted_alone(config: list[dict[str, Any]], workload: dict[str, Any]) -> bool:
+    """Would a fresh engine with this configuration admit this workload, alone?"""
+    engine = Engine()
+    for offset, event in enumerate(config):
+        engine.apply(event, offset)
+    decisions = decisions_of(engine, {"type": "WorkloadSubmitted", "workload": workload}, len(config))
+    return any(d["type"] in ("Admitted", "QuotaReserved") for d in decisions)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=configs(), ops=streams(max_delta_low=-2), strict_mask=st.integers(0, 15))
+def test_a_drained_cluster_leaves_no_workload_waiting_for_quota(config: Config, ops: list[Any], strict_mask: int) -> None:
+    strict = frozenset(cq.name for i, cq in enumerate(config.queues) if strict_mask >> i & 1)
+    engine = Engine()
+    config_log = with_strategies(setup_events(config), strict)
+    offset = 0
+    for event in config_log:
+        decisions_of(engine, event, offset)
+        offset += 1
+    model = Model(config)
+    for op in ops:
+        event = to_event(op, model, Expect())
+        if event is None:
+            continue
+        event = with_strategies([event], strict)[0]
+        config_log += config_events(event)
+        decisions_of(engine, event, offset)
+        offset += 1
+
+    state = engine.state
+    for _round in range(len(model.submitted) + 1):
+        holding = sorted(key for key, ws in state.workloads.items() if ws.admission is not None)
+        if not holding:
+            break
+        for key in holding:
+            namespace, name = key.split("/")
+            decisions_of(engine, {"type": "WorkloadFinished", "namespace": namespace, "name": name}, offset)
+            offset += 1
+    assert all(ws.admission is None for ws in state.workloads.values()), "draining never ends"
+    for cq in state.cluster_queues.values():
+        assert not any(cq.node.usage.values()), f"{cq.name} still uses {cq.node.usage} with nothing admitted"
+
+    by_key = {f"{wl['metadata']['namespace']}/{wl['metadata']['name']}": wl for wl in model.submitted}
+    for cq in sorted(state.cluster_queues.values(), key=lambda c: c.name):
+        queue = cq.queue
+        if not len(queue):
+            continue
+        if cq.name in strict:
+            # Kueue tries only the head: what waits behind a head that can never fit waits
+            # forever, whatever its last status says.
+            assert queue.blocker is not None, f"StrictFIFO {cq.name} has pending workloads and sleeps with no head"
+            head = queue.blocker[3]
+            assert head in queue, f"StrictFIFO {cq.name} is held by {head}, which is no longer in it"
+            assert not admitted_alone(config_log, by_key[head]), (
+                f"{head} holds StrictFIFO {cq.name} ({state.workloads[head].last_status}) in an empty "
+                "cluster that admits it when alone"
+            )
+            continue
+        for order_key in queue.keys():
+            key = order_key[3]
+            assert not admitted_alone(config_log, by_key[key]), (
+                f"{key} waits ({state.workloads[key].last_status}) in an empty cluster that admits it when alone"
+            )
