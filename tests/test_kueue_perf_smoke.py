@@ -44,27 +44,6 @@ cohorts:
         - {className: small, runtimeMs: 5, priority: 0, request: 1}
 """
 
-# One ClusterQueue of 2 cpu. Set A: two 1-cpu workloads (priority 0, 3 s) created at 1 s and 2 s;
-# set B: one 2-cpu workload (priority 10, 1 s) created at 2.5 s, which must preempt both.
-MINI = """
-cohorts:
-  - className: c
-    count: 1
-    queuesSets:
-    - className: q
-      count: 1
-      nominalQuota: 2
-      withinClusterQueue: LowerPriority
-      workloadsSets:
-      - count: 2
-        creationIntervalMs: 1000
-        workloads: [{className: a, runtimeMs: 3000, priority: 0, request: 1}]
-      - count: 1
-        creationIntervalMs: 2500
-        workloads: [{className: b, runtimeMs: 1000, priority: 10, request: 2}]
-"""
-
-
 @pytest.fixture(scope="module")
 def tiny() -> generator.Scenario:
     return generator.generate(config.parse(TINY))
@@ -159,7 +138,7 @@ def test_executor_finishes_after_runtime_and_restarts_a_preempted_workload() -> 
 
 @pytest.mark.parametrize("batch", [True, False])
 def test_recorder_matches_a_mini_run_worked_by_hand(batch: bool) -> None:
-    scenario = generator.generate(config.parse(MINI))
+    scenario = generator.generate(config.load("mini"))  # bench/kueue_perf/configs/mini: read its comment
     result = virtual.run(scenario, batch=batch)
     s = result.summary
     # a0 runs 1-2.5 s, a1 2-2.5 s; b preempts both at 2.5 s (released at once), runs 2.5-3.5 s;

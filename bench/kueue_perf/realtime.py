@@ -71,6 +71,7 @@ class _Run:
         self.recorder: Recorder
         self.executor = Executor({a.key: a.runtime_ms for a in scenario.arrivals})
         self.t0 = 0.0
+        self.t0_epoch_ms = 0.0  # time.time() at t0, for the records' timestamps
         self.appended = 0
         self.sent_at: dict[int, float] = {}  # input offset -> scenario ms when it was appended
         self.lags: list[float] = []
@@ -145,7 +146,8 @@ class _Run:
                         self.lags.append(now - sent)
                     if d.cause.offset == self.ready_offset:
                         continue
-                    self.recorder.decision(d, now)
+                    decided = (r.timestamp_ms - self.t0_epoch_ms) / self.scale if r.timestamp_ms else None
+                    self.recorder.decision(d, now, decided)
                     self.executor.on_decision(d, now)
                 self.wake.set()
                 if self.recorder.done:
@@ -178,6 +180,7 @@ async def run(scenario: Scenario, bootstrap: str, *, time_scale: float = 1.0, ba
         await state.wait_ready(180)
         cpu0 = time.process_time()
         state.t0 = time.perf_counter()
+        state.t0_epoch_ms = time.time() * 1000.0
         state.recorder = Recorder(scenario)
         tasks = [asyncio.create_task(c) for c in (state.generate(), state.execute(), state.read())]
         timed_out = False

@@ -14,7 +14,9 @@ recorder's stop condition holds: every workload created and none pending or hold
 
 Here the changes are the decisions the engine wrote (and the arrivals, which change a queue's
 pending count), stamped with the time at which they were seen: virtual milliseconds in the
-simulation, wall-clock milliseconds since the start in real time.
+simulation, wall-clock milliseconds since the start in real time. In real time an admission's
+time is the decision record's timestamp (set by the agent when it wrote it, the counterpart of
+the condition's transition time) and a creation's the moment the generator appended it.
 """
 
 from __future__ import annotations
@@ -134,7 +136,10 @@ class Recorder:
             m = self._mcpu[quantity] = amount("cpu", quantity)
         return m
 
-    def decision(self, d: Decision, now: float) -> None:
+    def decision(self, d: Decision, now: float, decided: float | None = None) -> None:
+        """`d` as seen at `now`; `decided` is when the engine decided it, if the log says so (Kueue
+        takes the admission time from the Admitted condition's transition time, not from when the
+        runner saw it; everything else is stamped when seen, as Kueue's recorder does)."""
         kind = type(d).__name__
         self.decisions[kind] = self.decisions.get(kind, 0) + 1
         key = d.workload
@@ -149,7 +154,7 @@ class Recorder:
             self.held[key] = (d.clusterQueue, mcpu)
             self.cq[d.clusterQueue].change(now, mcpu)
             ws.admissions += 1
-            ws.time_to_admit_ms = now - ws.created_ms
+            ws.time_to_admit_ms = (now if decided is None else min(now, max(decided, ws.created_ms))) - ws.created_ms
         elif isinstance(d, (Preempted, Evicted)):
             ws.evictions += 1
             held = self.held.get(key)
