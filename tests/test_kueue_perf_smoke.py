@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bench.kueue_perf import config, generator, virtual
+from bench.kueue_perf.batching import Batcher
 from bench.kueue_perf.executor import Executor
 from domain.decisions import Admitted, Cause, PodSetAssignment, Preempted
 
@@ -156,3 +157,25 @@ def test_recorder_matches_a_mini_run_worked_by_hand(batch: bool) -> None:
     assert a.avg_time_to_admission_ms == ((3500 - 1000) + (3500 - 2000)) / 2  # from creation to the latest admission
     assert b.avg_time_to_admission_ms == 0
     assert a.avg_time_to_finish_ms == ((6500 - 1000) + (6500 - 2000)) / 2
+
+
+def test_batches_split_only_between_cohorts_and_keep_the_order_within_one(tiny: generator.Scenario) -> None:
+    events = [generator.submitted(a, "2024-01-01T00:00:00Z") for a in tiny.arrivals]
+    events.insert(5, {"type": "WorkloadFinished", "namespace": "iron-1-0-team-1", "name": "x"})
+    cohort = {q.name: q.cohort for q in tiny.queues}
+
+    def cohort_of(e: dict[str, object]) -> str:
+        ns = e["workload"]["metadata"]["namespace"] if e["type"] == "WorkloadSubmitted" else e["namespace"]  # type: ignore[index]
+        return cohort[str(ns)]
+
+    assert list(Batcher(tiny, enabled=False)(events)) == events
+    assert list(Batcher(tiny)(events)) == [{"type": "Batch", "events": events}]  # under the limit: one Batch
+    per_cohort = {c: [e for e in events if cohort_of(e) == c] for c in ("team-0", "team-1")}
+    assert (len(per_cohort["team-0"]), len(per_cohort["team-1"])) == (17, 18)
+    for limit in (20, 30):  # both cohorts do not fit in one Batch: one each
+        out = list(Batcher(tiny, limit=limit)(events))
+        assert [b["events"] for b in out] == [per_cohort["team-0"], per_cohort["team-1"]]
+    # a cohort above the limit is cut into full Batches, in order; the rest packs with the next
+    out = list(Batcher(tiny, limit=10)(events))
+    assert [len(b["events"]) for b in out] == [10, 7, 10, 8]
+    assert [e for b in out for e in b["events"]] == per_cohort["team-0"] + per_cohort["team-1"]

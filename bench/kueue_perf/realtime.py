@@ -5,7 +5,7 @@ warning). This process plays Kueue's runner: the generator appends the setup and
 arrival's time, the due `WorkloadSubmitted` events; a reader follows the decision log
 (read_committed) and feeds every decision, stamped with the time it was read, to the recorder
 and to the executor, whose releases and finishes are appended when due. Events due at the same
-moment go as one `Batch`, as in the simulation (`virtual.py`), chunked by `MAX_BATCH_EVENTS`.
+moment go as one `Batch`, as in the simulation (`batching.py`).
 
 `time_scale` < 1 compresses the schedule (intervals and runtimes) for quick runs; every figure
 is reported in the scenario's own time (wall-clock ms / time_scale). The agent's processing
@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.agent_common import AgentProcess, bench_topics, percentile
+from bench.kueue_perf.batching import Batcher
 from bench.kueue_perf.executor import Executor
 from bench.kueue_perf.generator import Arrival, Scenario, submitted
 from bench.kueue_perf.recorder import Recorder, Summary
-from bench.kueue_perf.virtual import MAX_BATCH_EVENTS, batched
 from domain.decisions import decode
 from streams.envelope import event_message
 from streams.kafka_log import KafkaLog
@@ -67,7 +67,7 @@ class _Run:
         self.log = log
         self.topics = topics
         self.scale = time_scale
-        self.batch = batch
+        self.batcher = Batcher(scenario, batch)
         self.recorder: Recorder
         self.executor = Executor({a.key: a.runtime_ms for a in scenario.arrivals})
         self.t0 = 0.0
@@ -90,7 +90,7 @@ class _Run:
 
     async def append(self, events: list[dict[str, Any]]) -> None:
         messages: list[Message] = []
-        for chunk in batched(events, self.batch):
+        for chunk in self.batcher(events):
             messages.append(event_message(chunk, source=SOURCE))
         at = self.now()
         offsets = await self.log.append(self.topics.input, messages)

@@ -4,8 +4,8 @@ The clock jumps from one due event to the next (an arrival from the generator, a
 finish from the executor), so every step of the policy happens with zero latency: this is the
 reference for what quotaflow's admission policy does with Kueue's workload, free of any I/O or
 processing delay. Everything due at the same virtual millisecond is handed to the engine as one
-`Batch` event (releases, then finishes, then arrivals; chunked by MAX_BATCH_EVENTS), as simultaneous changes reach one Kueue
-scheduling cycle together; `batch=False` applies them one event at a time instead. The
+`Batch` event (releases, then finishes, then arrivals), as simultaneous changes reach one Kueue
+scheduling cycle together (see batching.py); `batch=False` applies them one event at a time. The
 executor's reactions to a step (releases of preempted workloads) are due at the same instant
 and go in the next step, still at that instant.
 """
@@ -13,11 +13,12 @@ and go in the next step, still at that instant.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from bench.kueue_perf.batching import Batcher
 from bench.kueue_perf.executor import Executor
 from bench.kueue_perf.generator import Scenario, submitted
 from bench.kueue_perf.recorder import Recorder, Summary
@@ -25,20 +26,6 @@ from domain.decisions import Decision
 from domain.engine import Engine
 
 EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
-# A Batch holds at most this many events: one Kafka record must stay well under the 1 MB a broker
-# accepts by default, and the large-scale config has 3,000 arrivals at some instants.
-MAX_BATCH_EVENTS = 500
-
-
-def batched(events: list[dict[str, Any]], batch: bool) -> Iterator[dict[str, Any]]:
-    """The input events that carry `events`: Batches of at most MAX_BATCH_EVENTS, or one by one."""
-    if not batch:
-        yield from events
-        return
-    for i in range(0, len(events), MAX_BATCH_EVENTS):
-        chunk = events[i : i + MAX_BATCH_EVENTS]
-        yield chunk[0] if len(chunk) == 1 else {"type": "Batch", "events": chunk}
-
 
 def rfc3339(ms: float) -> str:
     return (EPOCH + timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
@@ -68,6 +55,7 @@ def run(scenario: Scenario, *, batch: bool = True, keep_log: bool = False, stall
     offset = 0
     recorder = Recorder(scenario)
     executor = Executor({a.key: a.runtime_ms for a in scenario.arrivals})
+    batcher = Batcher(scenario, batch)
 
     def apply(event: dict[str, Any], now: float) -> list[Decision]:
         nonlocal offset, engine_cpu
@@ -111,7 +99,7 @@ def run(scenario: Scenario, *, batch: bool = True, keep_log: bool = False, stall
             events.append(submitted(a, created))
             i += 1
         stamp = rfc3339(now)
-        for event in batched(events, batch):
+        for event in batcher(events):
             event["time"] = stamp
             apply(event, now)
         if progress is not None and i >= next_report:
