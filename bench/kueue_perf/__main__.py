@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--config", action="append", help="baseline, large-scale or a path (repeatable; default baseline)")
     p.add_argument("--mode", choices=("virtual", "real", "both"), default="virtual")
     p.add_argument("--time-scale", type=float, default=1.0, help="real time: run the schedule this many times faster (< 1 is faster)")
+    p.add_argument("--latency-ms", type=float, default=0.0,
+                   help="virtual time: the executor sees each decision this much later (a model of the real-time round trip)")
     p.add_argument("--no-batch", action="store_true", help="send simultaneous events one by one instead of as one Batch")
     p.add_argument("--bootstrap", default=None, help="Kafka bootstrap HOST:PORT (default: $QUOTAFLOW_KAFKA_BOOTSTRAP or a local broker)")
     p.add_argument("--max-wall", type=float, default=7200.0, help="real time: give up after this many seconds")
@@ -84,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     names = args.config or ["baseline"]
     batch = not args.no_batch
-    report: dict[str, Any] = {"commit": _commit(), "batch": batch, "timeScale": args.time_scale, "runs": {}}
+    report: dict[str, Any] = {"commit": _commit(), "batch": batch, "timeScale": args.time_scale,
+                              "latencyMs": args.latency_ms, "runs": {}}
     print(f"quotaflow at {report['commit']}; simultaneous events {'as one Batch' if batch else 'one by one'}")
     for name in names:
         cfg = config_mod.load(name)
@@ -104,9 +107,10 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  virtual {now / 1000:8.1f} s: {created:,} created, {events:,} events, {cpu:.1f} s CPU",
                       file=sys.stderr, flush=True)
 
-            v = virtual.run(scenario, batch=batch, progress=progress if args.progress else None)
+            v = virtual.run(scenario, batch=batch, latency_ms=args.latency_ms, progress=progress if args.progress else None)
             extra = f"{v.cpu_s:.2f} s CPU ({v.engine_cpu_s:.2f} s in the engine), {v.events:,} input events"
-            print(_row("quotaflow, virtual time", v.summary, extra), flush=True)
+            label = "quotaflow, virtual time" + (f" (runner latency {args.latency_ms:g} ms)" if args.latency_ms else "")
+            print(_row(label, v.summary, extra), flush=True)
             summaries["virtual"] = v.summary
             runs["virtual"] = {**v.summary.to_json(), "cpuS": v.cpu_s, "engineCpuS": v.engine_cpu_s, "events": v.events,
                                "realS": v.wall_s}

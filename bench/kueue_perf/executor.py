@@ -26,8 +26,10 @@ RELEASE, FINISH = 0, 1  # at the same instant a release goes first: it frees quo
 
 
 class Executor:
-    def __init__(self, runtimes_ms: dict[str, int]) -> None:
+    def __init__(self, runtimes_ms: dict[str, int], latency_ms: float = 0.0) -> None:
         self._runtime = runtimes_ms  # "namespace/name" -> runtimeMs
+        # How late the runner sees a decision (virtual time only: in real time the clock says it).
+        self._latency = latency_ms
         self._run: dict[str, int] = {}  # admissions seen per workload: a finish is for the latest only
         self._due: list[tuple[float, int, int, str, int]] = []  # (at, kind, seq, key, run)
         self._seq = 0
@@ -41,11 +43,11 @@ class Executor:
         if isinstance(decision, Admitted):
             run = self._run.get(key, 0) + 1
             self._run[key] = run
-            self._push(now + self._runtime[key], FINISH, key, run)
+            self._push(now + self._latency + self._runtime[key], FINISH, key, run)
         elif isinstance(decision, (Preempted, Evicted)):
             run = self._run.get(key, 0) + 1  # the running copy is gone: its finish must not be sent
             self._run[key] = run
-            self._push(now, RELEASE, key, run)
+            self._push(now + self._latency, RELEASE, key, run)
 
     def on_decisions(self, decisions: Iterable[Decision], now: float) -> None:
         for d in decisions:
