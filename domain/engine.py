@@ -26,6 +26,7 @@ from domain.lifecycle import (
     release_evicted,
     route,
     set_pending,
+    set_priority,
     unroute,
     wake_all,
     wake_tree,
@@ -483,8 +484,7 @@ class Engine:
         requeue = ws.queued
         if requeue:
             unroute(state, ws)
-        ws.priority = priority
-        ws.order_key = (-priority, ws.queue_time, ws.seq, ws.key)
+        set_priority(state, ws, priority)
         if requeue:
             route(state, out, ws)
         elif ws.admission is not None:
@@ -564,8 +564,7 @@ class Engine:
         ws.spec = spec_kept
         if spec_kept.creation_time is not None:
             ws.queue_time = spec_kept.creation_time
-        ws.priority = priority
-        ws.order_key = (-priority, ws.queue_time, ws.seq, ws.key)
+        set_priority(state, ws, priority)
         if not spec_kept.active:
             if ws.admission is None:
                 set_pending(state, out, ws, (reasons.DEACTIVATED, reasons.MSG_DEACTIVATED))

@@ -26,7 +26,7 @@ from fractions import Fraction
 from domain import reasons
 from domain.entry import Entry
 from domain.objects import NEVER
-from domain.preemption import Target, preemptible_now, satisfies_policy, uses
+from domain.preemption import Target, max_candidate_priority, preemptible_now, satisfies_policy, uses
 from domain.quota import FR, QuotaNode
 from domain.state import ClusterQueueState, State, WorkloadState
 
@@ -72,86 +72,151 @@ NEGATIVE = DRS(Fraction(-1), 1000)
 
 
 def compare(a: DRS, b: DRS) -> int:
-    a_inf, b_inf = a.zero_weight_borrows(), b.zero_weight_borrows()
+    """Order two shares; +infinity (weight 0 while borrowing) above every finite share. Exact:
+    the weighted shares ratio·1000/weight are compared by cross-multiplying their integer
+    parts, which gives what comparing the Fractions would, without building them."""
+    ra, rb = a.ratio, b.ratio
+    a_inf = a.weight == 0 and ra.numerator != 0
+    b_inf = b.weight == 0 and rb.numerator != 0
     if a_inf and b_inf:
-        return (a.ratio > b.ratio) - (a.ratio < b.ratio)
+        return (ra > rb) - (ra < rb)
     if a_inf:
         return 1
     if b_inf:
         return -1
-    sa, sb = a.share(), b.share()
-    assert sa is not None and sb is not None
-    return (sa > sb) - (sa < sb)
+    if ra.numerator == 0:
+        left, a_den = 0, 1
+    else:
+        left, a_den = ra.numerator * 1000, ra.denominator * a.weight
+    if rb.numerator == 0:
+        right, b_den = 0, 1
+    else:
+        right, b_den = rb.numerator * 1000, rb.denominator * b.weight
+    left, right = left * b_den, right * a_den  # both denominators are positive
+    return (left > right) - (left < right)
 
 
-def dominant_resource_share(node: QuotaNode) -> DRS:
+Lendable = dict[int, dict[str, int]]  # id(parent) -> resource -> what the parent could lend
+
+
+def _lendable(parent: QuotaNode, cache: Lendable | None) -> dict[str, int]:
+    """What `parent` could lend, per resource, if the whole tree were idle: it depends on the
+    configuration only, so a cycle computes it once per cohort."""
+    if cache is not None:
+        known = cache.get(id(parent))
+        if known is not None:
+            return known
+    lendable: dict[str, int] = {}
+    for fr in parent.root().subtree:
+        lendable[fr[1]] = lendable.get(fr[1], 0) + parent.potential_available(fr)
+    if cache is not None:
+        cache[id(parent)] = lendable
+    return lendable
+
+
+def dominant_resource_share(node: QuotaNode, cache: Lendable | None = None,
+                            extra: dict[FR, int] | None = None) -> DRS:
+    """`cache` may carry what parents could lend between calls that see the same configuration;
+    `extra` is usage to count as if it were added to the node's (see `usage_seen_above`)."""
     parent = node.parent
     if parent is None:
         return DRS(_ZERO, node.weight)
     borrowed_by_resource: dict[str, int] = {}
     borrowed: list[FR] = []
+    usage = node.usage
     for fr, quota in node.subtree.items():
-        amount = node.usage.get(fr, 0) - quota
+        amount = usage.get(fr, 0) - quota
+        if extra:
+            amount += extra.get(fr, 0)
         if amount > 0:
             borrowed_by_resource[fr[1]] = borrowed_by_resource.get(fr[1], 0) + amount
             borrowed.append(fr)
     if not borrowed:
         return DRS(_ZERO, node.weight)
-    lendable: dict[str, int] = {}
-    for fr in parent.root().subtree:
-        lendable[fr[1]] = lendable.get(fr[1], 0) + parent.potential_available(fr)
-    ratio = _ZERO
+    lendable = _lendable(parent, cache)
+    # The largest borrowed/lendable, first in resource-name order on ties; compared as integer
+    # cross-products, one Fraction built for the winner.
+    best_num, best_den = 0, 1
     dominant = ""
     for resource in sorted(borrowed_by_resource):
         total = lendable.get(resource, 0)
         if total > 0:
-            r = Fraction(borrowed_by_resource[resource] * 1000, total)
-            if r > ratio:
-                ratio, dominant = r, resource
+            num = borrowed_by_resource[resource] * 1000
+            if num * best_den > best_num * total:
+                best_num, best_den, dominant = num, total, resource
+    ratio = Fraction(best_num, best_den) if best_num else _ZERO
     return DRS(ratio, node.weight, dominant, tuple(sorted(borrowed)))
+
+
+def usage_seen_above(node: QuotaNode, usage: dict[FR, int]) -> dict[FR, int]:
+    """What `node`'s parent would add to its usage if `usage` were added to `node`'s (as
+    QuotaNode.add_usage propagates it: the part within the node's localQuota stays below)."""
+    out: dict[FR, int] = {}
+    for fr, delta in usage.items():
+        local = node.local_quota(fr)
+        before = node.usage.get(fr, 0)
+        seen = max(0, before + delta - local) - max(0, before - local)
+        if seen:
+            out[fr] = seen
+    return out
 
 
 # --- admission order ------------------------------------------------------------------------
 class Tournament:
-    """Yields the cycle's entries in fair-sharing order, re-deciding after each is processed."""
+    """Yields the cycle's entries in fair-sharing order, re-deciding after each is processed.
+
+    Kueue computes, before every round, each entry's share at every level of its tree. A round
+    only compares entries where their paths meet, so here a share is computed when a comparison
+    first needs it and kept for the rest of the round (usage changes only between rounds); a
+    tree with one entry left needs no comparison at all."""
 
     def __init__(self, entries: list[Entry]) -> None:
         self.remaining: dict[str, Entry] = {e.cq.name: e for e in entries}
+        self._left: dict[int, int] = {}  # id(cohort) -> entries left below it
+        for e in entries:
+            for ancestor in e.cq.node.ancestors():
+                self._left[id(ancestor)] = self._left.get(id(ancestor), 0) + 1
+        self._lendable: Lendable = {}  # the configuration does not change within a cycle
+        self._children: dict[int, list[QuotaNode]] = {}
 
     def __iter__(self) -> Iterator[Entry]:
         while self.remaining:
             # Trees share no quota, so which tree goes first does not matter; pick by name.
             first = self.remaining[min(self.remaining)]
             node = first.cq.node
-            if node.parent is None:
-                winner: Entry | None = first
-            else:
+            winner: Entry | None = first
+            if node.parent is not None:
                 root = node.root()
-                winner = self._run(root, self._compute(root))
+                if self._left[id(root)] > 1:
+                    winner = self._run(root, {})
             assert winner is not None
             del self.remaining[winner.cq.name]
+            for ancestor in winner.cq.node.ancestors():
+                self._left[id(ancestor)] -= 1
             yield winner
 
-    def _compute(self, root: QuotaNode) -> dict[tuple[str, str], DRS]:
-        values: dict[tuple[str, str], DRS] = {}
-        for entry in self.remaining.values():
+    def _share(self, entry: Entry, cohort: QuotaNode, values: dict[tuple[int, str], DRS]) -> DRS:
+        """The share, with the entry's usage, of the child of `cohort` on the entry's path. The
+        usage is carried up the path on paper, not added to the tree and taken back."""
+        key = (id(cohort), entry.cq.name)
+        share = values.get(key)
+        if share is None:
             node = entry.cq.node
-            if node.root() is not root:
-                continue
-            usage = entry.assignment.usage
-            node.add_usages(usage)
-            share = dominant_resource_share(node)
-            for ancestor in node.ancestors():
-                values[(ancestor.name, entry.ws.key)] = share
-                share = dominant_resource_share(ancestor)
-            node.add_usages(usage, -1)
-        return values
+            extra = entry.assignment.usage
+            while node.parent is not cohort:
+                extra = usage_seen_above(node, extra)
+                assert node.parent is not None
+                node = node.parent
+            share = values[key] = dominant_resource_share(node, self._lendable, extra)
+        return share
 
-    def _run(self, cohort: QuotaNode, values: dict[tuple[str, str], DRS]) -> Entry | None:
+    def _run(self, cohort: QuotaNode, values: dict[tuple[int, str], DRS]) -> Entry | None:
+        children = self._children.get(id(cohort))
+        if children is None:
+            children = self._children[id(cohort)] = [cohort.children[n] for n in sorted(cohort.children)]
         candidates: list[Entry] = []
-        children = [cohort.children[n] for n in sorted(cohort.children)]
         for child in children:
-            if not child.is_cluster_queue:
+            if not child.is_cluster_queue and self._left.get(id(child)):
                 winner = self._run(child, values)
                 if winner is not None:
                     candidates.append(winner)
@@ -162,24 +227,23 @@ class Tournament:
             return None
         best = candidates[0]
         for current in candidates[1:]:
-            if _less(current, best, cohort.name, values):
+            if self._less(current, best, cohort, values):
                 best = current
         return best
 
-
-def _less(a: Entry, b: Entry, parent: str, values: dict[tuple[str, str], DRS]) -> bool:
-    wa, wb = a.ws, b.ws
-    da, db = values[(parent, wa.key)], values[(parent, wb.key)]
-    ba = da.borrowing_on(a.assignment.usage)
-    bb = db.borrowing_on(b.assignment.usage)
-    if ba != bb:
-        return not ba
-    c = compare(da, db)
-    if c != 0:
-        return c < 0
-    if wa.priority != wb.priority:
-        return wa.priority > wb.priority
-    return (wa.queue_time, wa.seq) < (wb.queue_time, wb.seq)
+    def _less(self, a: Entry, b: Entry, parent: QuotaNode, values: dict[tuple[int, str], DRS]) -> bool:
+        wa, wb = a.ws, b.ws
+        da, db = self._share(a, parent, values), self._share(b, parent, values)
+        ba = da.borrowing_on(a.assignment.usage)
+        bb = db.borrowing_on(b.assignment.usage)
+        if ba != bb:
+            return not ba
+        c = compare(da, db)
+        if c != 0:
+            return c < 0
+        if wa.priority != wb.priority:
+            return wa.priority > wb.priority
+        return (wa.queue_time, wa.seq) < (wb.queue_time, wb.seq)
 
 
 # --- preemption -----------------------------------------------------------------------------
@@ -190,9 +254,8 @@ class FairSharingPreemptor:
     def targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
                 frs: list[FR]) -> list[Target]:
         candidates = self._candidates(cq, ws, frs)
-        if not candidates:
+        if all(q.peek() is None for q in candidates.values()):
             return []
-        candidates.sort(key=lambda c: _order_key(c, cq.name))
         strategies = self.state.configuration.fair_sharing_strategies
         cq.node.add_usages(requests)  # shares include the incoming workload
         taken: list[Target] = []
@@ -218,19 +281,15 @@ class FairSharingPreemptor:
             _restore(t)
         return taken
 
-    def _candidates(self, cq: ClusterQueueState, ws: WorkloadState, frs: list[FR]) -> list[tuple[WorkloadState, ClusterQueueState]]:
-        out: list[tuple[WorkloadState, ClusterQueueState]] = []
-        workloads = self.state.workloads
+    def _candidates(self, cq: ClusterQueueState, ws: WorkloadState, frs: list[FR]) -> dict[str, _Queue]:
+        """The queues to take victims from, each read lazily in candidate order."""
+        out: dict[str, _Queue] = {}
         policy = cq.spec.preemption
         offset = self.state.offset
         if policy.within_cluster_queue != NEVER:
-            for key in cq.admitted:
-                c = workloads[key]
-                if not preemptible_now(c, offset):
-                    self.state.deferred[cq.name] = None
-                    continue
-                if satisfies_policy(ws, c, policy.within_cluster_queue) and uses(c, frs):
-                    out.append((c, cq))
+            if cq.candidates.admitted_at(offset):
+                self.state.deferred[cq.name] = None
+            out[cq.name] = _Queue(cq, self._walk(cq, ws, policy.within_cluster_queue, frs))
         if cq.node.parent is not None and policy.reclaim_within_cohort != NEVER:
             for node in cq.node.root().leaves():
                 member = self.state.cluster_queues.get(node.name)
@@ -238,17 +297,24 @@ class FairSharingPreemptor:
                     continue
                 if not any(node.usage.get(fr, 0) > node.subtree.get(fr, 0) for fr in frs):
                     continue
-                for key in member.admitted:
-                    c = workloads[key]
-                    if not preemptible_now(c, offset):
-                        self.state.deferred[cq.name] = None
-                        continue
-                    if satisfies_policy(ws, c, policy.reclaim_within_cohort) and uses(c, frs):
-                        out.append((c, member))
+                if member.candidates.admitted_at(offset):
+                    self.state.deferred[cq.name] = None
+                out[member.name] = _Queue(member, self._walk(member, ws, policy.reclaim_within_cohort, frs))
         return out
 
+    def _walk(self, member: ClusterQueueState, preemptor: WorkloadState, policy: str,
+              frs: list[FR]) -> Iterator[WorkloadState]:
+        workloads = self.state.workloads
+        offset = self.state.offset
+        bound = max_candidate_priority(policy, preemptor)
+        for evicted in (True, False):
+            for _, _, _, key in member.candidates.ordered(evicted, bound):
+                c = workloads[key]
+                if preemptible_now(c, offset) and satisfies_policy(preemptor, c, policy) and uses(c, frs):
+                    yield c
+
     def _first_strategy(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR],
-                        candidates: list[tuple[WorkloadState, ClusterQueueState]], strategy: str,
+                        candidates: dict[str, _Queue], strategy: str,
                         taken: list[Target]) -> tuple[bool, list[tuple[WorkloadState, ClusterQueueState]]]:
         ordering = _TargetOrdering(cq, candidates)
         retry: list[tuple[WorkloadState, ClusterQueueState]] = []
@@ -285,7 +351,12 @@ class FairSharingPreemptor:
 
     def _second_strategy(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR],
                          retry: list[tuple[WorkloadState, ClusterQueueState]], taken: list[Target]) -> bool:
-        ordering = _TargetOrdering(cq, retry)
+        by_queue: dict[str, list[WorkloadState]] = {}
+        members: dict[str, ClusterQueueState] = {}
+        for victim, member in retry:
+            by_queue.setdefault(member.name, []).append(victim)
+            members[member.name] = member
+        ordering = _TargetOrdering(cq, {name: _Queue(members[name], iter(v)) for name, v in by_queue.items()})
         for target in ordering:
             preemptor_share, target_old = _shares(cq, target)
             victim = ordering.pop(target)
@@ -308,25 +379,48 @@ class FairSharingPreemptor:
         return fits
 
 
+class _Queue:
+    """One ClusterQueue's candidates, read one at a time, with a look at the next."""
+
+    __slots__ = ("member", "_source", "_head", "_peeked", "popped")
+
+    def __init__(self, member: ClusterQueueState, source: Iterator[WorkloadState]) -> None:
+        self.member = member
+        self._source = source
+        self._head: WorkloadState | None = None
+        self._peeked = False
+        self.popped = 0
+
+    def peek(self) -> WorkloadState | None:
+        if not self._peeked:
+            self._head = next(self._source, None)
+            self._peeked = True
+        return self._head
+
+    def pop(self) -> WorkloadState:
+        head = self.peek()
+        assert head is not None
+        self._peeked = False
+        self.popped += 1
+        return head
+
+
 class _TargetOrdering:
     """Kueue's TargetClusterQueueOrdering: which ClusterQueue to take the next victim from."""
 
-    def __init__(self, cq: ClusterQueueState, candidates: list[tuple[WorkloadState, ClusterQueueState]]) -> None:
+    def __init__(self, cq: ClusterQueueState, queues: dict[str, _Queue]) -> None:
         self.cq = cq
-        self.queues: dict[str, ClusterQueueState] = {}
-        self.by_queue: dict[str, list[WorkloadState]] = {}
-        for ws, member in candidates:
-            self.queues[member.name] = member
-            self.by_queue.setdefault(member.name, []).append(ws)
+        self.by_queue = queues
         self.ancestors = {id(n) for n in cq.node.ancestors()}
         self.pruned_queues: set[str] = set()
         self.pruned_cohorts: set[int] = set()
 
     def has(self, target: ClusterQueueState) -> bool:
-        return bool(self.by_queue.get(target.name))
+        queue = self.by_queue.get(target.name)
+        return queue is not None and queue.peek() is not None
 
     def pop(self, target: ClusterQueueState) -> WorkloadState:
-        return self.by_queue[target.name].pop(0)
+        return self.by_queue[target.name].pop()
 
     def drop(self, target: ClusterQueueState) -> None:
         self.pruned_queues.add(target.name)
@@ -343,11 +437,12 @@ class _TargetOrdering:
                     return
                 self.pruned_queues.add(target.name)
                 continue
-            left = len(self.by_queue[target.name])
+            queue = self.by_queue[target.name]
+            left = queue.popped
             yield target
             # A target the consumer took nothing from is not offered again: every turn of this
             # loop then removes a candidate or a queue, so it ends.
-            if len(self.by_queue.get(target.name, ())) == left:
+            if queue.popped == left:
                 self.pruned_queues.add(target.name)
 
     def _next(self, cohort: QuotaNode) -> ClusterQueueState | None:
@@ -358,14 +453,16 @@ class _TargetOrdering:
             if not child.is_cluster_queue or child.name in self.pruned_queues:
                 continue
             drs = dominant_resource_share(child)
-            member = self.queues.get(child.name)
+            queue = self.by_queue.get(child.name)
+            member = queue.member if queue is not None else None
             if (not drs.borrowing and child is not self.cq.node) or member is None or not self.has(member):
                 self.pruned_queues.add(child.name)
                 continue
             c = compare(drs, best_cq_drs)
             if c == 0 and best_cq is not None:
-                new_first = self.by_queue[member.name][0]
-                cur_first = self.by_queue[best_cq.name][0]
+                new_first = self.by_queue[member.name].peek()
+                cur_first = self.by_queue[best_cq.name].peek()
+                assert new_first is not None and cur_first is not None
                 if _order_key((new_first, member), self.cq.name) < _order_key((cur_first, best_cq), self.cq.name):
                     best_cq = member
             elif c > 0:

@@ -94,6 +94,7 @@ def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, 
     ws.cluster_queue = cq.name
     ws.admission = admission
     ws.last_status = None
+    cq.candidates.add(ws)
     admission.checks = applicable_checks(cq, admission)
     admission.admitted = not admission.checks
     kind = Admitted if admission.admitted else QuotaReserved
@@ -122,6 +123,7 @@ def release(state: State, ws: WorkloadState) -> ClusterQueueState | None:
     cq = state.cluster_queues[admission.cluster_queue]
     cq.node.add_usages(admission.usage, -1)
     cq.admitted.pop(ws.key, None)
+    cq.candidates.discard(ws.key)
     ws.admission = None
     ws.cluster_queue = None
     ws.evicted = False
@@ -161,6 +163,15 @@ def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]
             state.ready[member.name] = None
 
 
+def set_priority(state: State, ws: WorkloadState, priority: int) -> None:
+    """A workload's priority changed: its queue position and, if it holds quota, its place
+    among the preemption candidates."""
+    ws.priority = priority
+    ws.order_key = (-priority, ws.queue_time, ws.seq, ws.key)
+    if ws.admission is not None:
+        state.cluster_queues[ws.admission.cluster_queue].candidates.refile(ws)
+
+
 def release_policy(state: State, cq: ClusterQueueState) -> str:
     return cq.spec.eviction_release or state.configuration.eviction_release
 
@@ -188,6 +199,7 @@ def evict(
     else:
         out.emit(Evicted, ws.key, reason=reason, message=message)
     ws.evicted = True
+    cq.candidates.refile(ws)
     if not admission.admitted or release_policy(state, cq) == IMMEDIATE:
         release_evicted(state, out, ws)
 

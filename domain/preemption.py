@@ -8,9 +8,10 @@ taken in Kueue's order (already evicted first; other ClusterQueues before its ow
 first; most recently admitted first) until the preemptor fits, then every victim that turns out
 not to be needed is given back, last to first.
 
-Cost: collecting candidates touches the workloads holding quota in the cohort tree once; they
-are heapified, not sorted, and popped only as far as the search goes, so one attempt is linear in
-the admitted workloads plus k·log n for the k candidates it examines.
+Cost: each ClusterQueue keeps its workloads in candidate order (domain/candidates.py); an attempt
+chooses the queues to take from (one look at each queue of the cohort tree), then merges their
+candidates lazily, reading only as many as the search examines: k·log q for k candidates from q
+queues, whatever the number of workloads the cohort holds.
 """
 
 from __future__ import annotations
@@ -106,29 +107,48 @@ def preemption_message(preemptor: WorkloadState, preemptor_cq: ClusterQueueState
 
 
 class _OrderedCandidates:
-    """A group of candidates, popped lazily in Kueue's order and remembered for the next attempt."""
+    """A group of candidates, read lazily in Kueue's order and remembered for the next attempt."""
 
-    def __init__(self, items: list[_Candidate], own_cq: str) -> None:
-        self._heap = [(self._key(c, own_cq), i, c) for i, c in enumerate(items)]
-        heapq.heapify(self._heap)
+    def __init__(self, source: Iterator[_Candidate]) -> None:
+        self._source = source
         self._taken: list[_Candidate] = []
 
-    @staticmethod
-    def _key(c: _Candidate, own_cq: str) -> tuple[bool, int, int, int, str]:
-        admission = c.ws.admission
-        assert admission is not None
-        offset, index = admission.sequence
-        return (c.cq.name == own_cq, c.ws.priority, -offset, -index, c.ws.key)
+    def any(self) -> bool:
+        if self._taken:
+            return True
+        first = next(self._source, None)
+        if first is None:
+            return False
+        self._taken.append(first)
+        return True
 
     def __iter__(self) -> Iterator[_Candidate]:
-        yield from self._taken
-        while self._heap:
-            candidate = heapq.heappop(self._heap)[2]
-            self._taken.append(candidate)
-            yield candidate
+        i = 0
+        while True:
+            if i == len(self._taken):
+                candidate = next(self._source, None)
+                if candidate is None:
+                    return
+                self._taken.append(candidate)
+            yield self._taken[i]
+            i += 1
 
-    def __len__(self) -> int:
-        return len(self._heap) + len(self._taken)
+
+# A ClusterQueue whose workloads may be candidates: (queue, hierarchical advantage, lowest
+# common ancestor with the preemptor for the validity check).
+_Source = tuple[ClusterQueueState, bool, "QuotaNode | None"]
+
+
+def max_candidate_priority(policy: str, preemptor: WorkloadState) -> int | None:
+    """The highest priority a candidate can have under this policy (None: any); the candidate
+    index is read no further."""
+    if policy == ANY:
+        return None
+    if policy == LOWER_OR_NEWER_EQUAL:
+        return preemptor.priority
+    if policy == LOWER_PRIORITY:
+        return preemptor.priority - 1
+    return -(1 << 63)  # Never: nothing qualifies
 
 
 class ClassicalPreemptor:
@@ -147,18 +167,25 @@ class ClassicalPreemptor:
             cq.node.parent is None or policy.reclaim_within_cohort == NEVER
         ):
             return []  # a non-preemptive queue: no candidate can exist
-        same_queue = self._same_queue_candidates(cq, ws, frs)
-        hierarchy, priority = self._cohort_candidates(cq, ws, requests, frs)
-        groups: list[_OrderedCandidates] = [
-            _OrderedCandidates([c for c in kind if c.ws.evicted == evicted], cq.name)
+        same_queue: list[_Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
+        hierarchy, priority = self._cohort_sources(cq, requests, frs)
+        offset = self.state.offset
+        for sources in (same_queue, hierarchy, priority):
+            if any(member.candidates.admitted_at(offset) for member, _, _ in sources):
+                self.state.deferred[cq.name] = None
+        groups = [
+            _OrderedCandidates(self._candidates(cq, ws, sources, evicted, frs))
             for evicted in (True, False)
-            for kind in (hierarchy, priority, same_queue)
+            for sources in (hierarchy, priority, same_queue)
         ]
+        any_hierarchy = groups[0].any() or groups[3].any()
         forbidden = cq.spec.preemption.borrow_within_cohort == NEVER
         attempts: tuple[bool, ...]
-        if (not hierarchy and not priority) or (forbidden and not self._under_nominal(cq, frs)):
+        if (not any_hierarchy and not (groups[1].any() or groups[4].any())) or (
+            forbidden and not self._under_nominal(cq, frs)
+        ):
             attempts = (True,)
-        elif forbidden and not hierarchy:
+        elif forbidden and not any_hierarchy:
             attempts = (False, True)
         else:
             attempts = (True, False)
@@ -200,44 +227,47 @@ class ClassicalPreemptor:
             return RECLAIM_WITHOUT_BORROWING
         return RECLAIM_WHILE_BORROWING
 
-    def _from_queue(self, cq: ClusterQueueState, member: ClusterQueueState, preemptor: WorkloadState,
-                    frs: list[FR], advantage: bool, lca: QuotaNode | None) -> list[_Candidate]:
-        out: list[_Candidate] = []
+    def _candidates(self, cq: ClusterQueueState, preemptor: WorkloadState, sources: list[_Source],
+                    evicted: bool, frs: list[FR]) -> Iterator[_Candidate]:
+        """The candidates of these queues that are (or are not yet) evicted, in Kueue's order,
+        merged across the queues only as far as they are read."""
+        if not sources:
+            return
+        spec = cq.spec.preemption
+        walks = []
+        for i, (member, _, _) in enumerate(sources):
+            policy = spec.within_cluster_queue if member is cq else spec.reclaim_within_cohort
+            walks.append(_walk(member, evicted, max_candidate_priority(policy, preemptor), i))
+        merged = walks[0] if len(walks) == 1 else heapq.merge(*walks)
         workloads = self.state.workloads
         offset = self.state.offset
-        for key in member.admitted:
+        for _, _, _, key, i in merged:
             candidate = workloads[key]
             if not preemptible_now(candidate, offset):
-                self.state.deferred[cq.name] = None
                 continue
+            member, advantage, lca = sources[i]
             variant = self._classify(cq, preemptor, candidate, member.name, frs, advantage)
             if variant:
-                out.append(_Candidate(candidate, member, variant, lca))
-        return out
+                yield _Candidate(candidate, member, variant, lca)
 
-    def _same_queue_candidates(self, cq: ClusterQueueState, ws: WorkloadState, frs: list[FR]) -> list[_Candidate]:
-        if cq.spec.preemption.within_cluster_queue == NEVER:
-            return []
-        return self._from_queue(cq, cq, ws, frs, False, None)
-
-    def _cohort_candidates(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
-                           frs: list[FR]) -> tuple[list[_Candidate], list[_Candidate]]:
-        hierarchy: list[_Candidate] = []
-        priority: list[_Candidate] = []
+    def _cohort_sources(self, cq: ClusterQueueState, requests: dict[FR, int],
+                        frs: list[FR]) -> tuple[list[_Source], list[_Source]]:
+        hierarchy: list[_Source] = []
+        priority: list[_Source] = []
         if cq.node.parent is None or cq.spec.preemption.reclaim_within_cohort == NEVER:
             return hierarchy, priority
         advantage, remaining = _fit_in_quota(cq.node, requests)
         previous: QuotaNode | None = None
         for subtree in cq.node.ancestors():
             target = hierarchy if advantage else priority
-            self._collect(cq, ws, subtree, subtree, previous, frs, advantage, target)
+            self._collect(cq, subtree, subtree, previous, frs, advantage, target)
             fits, remaining = _fit_in_quota(subtree, remaining)
             advantage = advantage or fits
             previous = subtree
         return hierarchy, priority
 
-    def _collect(self, cq: ClusterQueueState, ws: WorkloadState, node: QuotaNode, subtree_root: QuotaNode,
-                 skip: QuotaNode | None, frs: list[FR], advantage: bool, out: list[_Candidate]) -> None:
+    def _collect(self, cq: ClusterQueueState, node: QuotaNode, subtree_root: QuotaNode,
+                 skip: QuotaNode | None, frs: list[FR], advantage: bool, out: list[_Source]) -> None:
         for name in sorted(node.children):
             child = node.children[name]
             if child is skip or child is cq.node:
@@ -247,9 +277,9 @@ class ClassicalPreemptor:
             if child.is_cluster_queue:
                 member = self.state.cluster_queues.get(name)
                 if member is not None:
-                    out.extend(self._from_queue(cq, member, ws, frs, advantage, subtree_root))
+                    out.append((member, advantage, subtree_root))
             else:
-                self._collect(cq, ws, child, subtree_root, skip, frs, advantage, out)
+                self._collect(cq, child, subtree_root, skip, frs, advantage, out)
 
     # -- simulation -------------------------------------------------------------------------
     def _valid(self, cq: ClusterQueueState, c: _Candidate, allow_borrowing: bool, frs: list[FR]) -> bool:
@@ -302,6 +332,12 @@ class ClassicalPreemptor:
     def _restore(c: _Candidate) -> None:
         assert c.ws.admission is not None
         c.cq.node.add_usages(c.ws.admission.usage)
+
+
+def _walk(member: ClusterQueueState, evicted: bool, max_priority: int | None,
+          i: int) -> Iterator[tuple[int, int, int, str, int]]:
+    for priority, offset, index, key in member.candidates.ordered(evicted, max_priority):
+        yield priority, offset, index, key, i
 
 
 def _fit_in_quota(node: QuotaNode, requests: dict[FR, int]) -> tuple[bool, dict[FR, int]]:

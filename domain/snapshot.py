@@ -165,6 +165,8 @@ def load(data: bytes) -> Engine:
     for q in snap.queues:
         cq = state.cluster_queues[q.name]
         cq.admitted = dict.fromkeys(q.admitted)
+        for key in q.admitted:
+            cq.candidates.add(state.workloads[key])  # derived: rebuilt, not stored
         for member, status in q.parked:
             cq.queue.restore_parked(cq.queue.class_of[member], status)
         if q.blocked:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from domain.candidates import CandidateIndex
 from domain.decisions import PodSetAssignment
 from domain.objects import (
     AdmissionCheckSpec,
@@ -78,6 +79,7 @@ class ClusterQueueState:
     groups: dict[str, ResourceGroup]  # covered resource -> its resource group
     quotas: dict[FR, ResourceQuota] = field(default_factory=dict)  # spec.quotas(), kept with spec
     admitted: dict[str, None] = field(default_factory=dict)  # workloads holding quota here
+    candidates: CandidateIndex = field(default_factory=CandidateIndex)  # the same, in preemption order
     active: bool = True
     inactive_message: str = ""
     terminating: bool = False

@@ -1,0 +1,98 @@
+"""The workloads holding quota in one ClusterQueue, kept in Kueue's preemption-candidate order.
+
+Kueue orders preemption candidates (pkg/scheduler/preemption/common CandidatesOrdering): already
+evicted first, then lower priority first, then admitted more recently first. The rule "other
+ClusterQueues before the preemptor's own" spans queues, so the preemptors apply it when they
+merge queues. Keeping each queue's workloads in this order as they are admitted, evicted,
+released or re-prioritised lets a preemption attempt read candidates lazily and stop where its
+search stops: it costs what it examines, not what the cohort holds.
+
+Workloads are filed in buckets by (evicted, priority). Inside a bucket they are ordered by their
+admission sequence (input offset, decision index). Every admission gets a larger sequence than
+any before it, so filing a new admission appends, and "most recently admitted first" is the
+bucket read backwards. Sequences are unique (each names one decision), so no two entries tie.
+
+Derived state: rebuilt from the workloads when a snapshot is restored, never serialized.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from domain.state import WorkloadState
+
+BucketKey = tuple[int, int]  # (0 evicted / 1 holding, priority)
+Entry = tuple[int, int, str]  # (admission offset, decision index, workload key)
+
+EVICTED = 0
+HOLDING = 1
+
+
+class CandidateIndex:
+    __slots__ = ("_buckets", "_order", "_filed", "_offsets")
+
+    def __init__(self) -> None:
+        self._buckets: dict[BucketKey, list[Entry]] = {}
+        self._order: list[BucketKey] = []  # bucket keys, ascending
+        self._filed: dict[str, tuple[BucketKey, Entry]] = {}
+        self._offsets: dict[int, int] = {}  # admission offset -> how many hold quota here
+
+    def __len__(self) -> int:
+        return len(self._filed)
+
+    def add(self, ws: WorkloadState) -> None:
+        admission = ws.admission
+        assert admission is not None and ws.key not in self._filed
+        where = (EVICTED if ws.evicted else HOLDING, ws.priority)
+        entry = (admission.sequence[0], admission.sequence[1], ws.key)
+        bucket = self._buckets.get(where)
+        if bucket is None:
+            bucket = self._buckets[where] = []
+            insort(self._order, where)
+        if not bucket or bucket[-1] < entry:
+            bucket.append(entry)
+        else:  # re-filed after an eviction or a priority change: an older admission
+            insort(bucket, entry)
+        self._filed[ws.key] = (where, entry)
+        self._offsets[entry[0]] = self._offsets.get(entry[0], 0) + 1
+
+    def discard(self, key: str) -> None:
+        filed = self._filed.pop(key, None)
+        if filed is None:
+            return
+        where, entry = filed
+        left = self._offsets[entry[0]] - 1
+        if left:
+            self._offsets[entry[0]] = left
+        else:
+            del self._offsets[entry[0]]
+        bucket = self._buckets[where]
+        del bucket[bisect_left(bucket, entry)]
+        if not bucket:
+            del self._buckets[where]
+            del self._order[bisect_left(self._order, where)]
+
+    def refile(self, ws: WorkloadState) -> None:
+        """Its evicted flag or priority changed."""
+        self.discard(ws.key)
+        self.add(ws)
+
+    def ordered(self, evicted: bool, max_priority: int | None = None) -> Iterator[tuple[int, int, int, str]]:
+        """(priority, -offset, -index, key) of the evicted (or the still holding) workloads, in
+        candidate order, up to priority `max_priority` (None: all). The index must not change
+        while this is read."""
+        rank = EVICTED if evicted else HOLDING
+        buckets = self._buckets
+        for where in self._order[bisect_left(self._order, (rank,)):]:
+            rank_of, priority = where
+            if rank_of != rank or (max_priority is not None and priority > max_priority):
+                return
+            for offset, index, key in reversed(buckets[where]):
+                yield priority, -offset, -index, key
+
+    def admitted_at(self, offset: int) -> bool:
+        """Does some workload here hold an admission decided at this input offset?"""
+        return offset in self._offsets
