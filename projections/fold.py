@@ -40,27 +40,13 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from sortedcontainers import SortedList
 
 from domain import reasons
-from domain.decisions import (
-    Admitted,
-    AnyDecision,
-    Decision,
-    Deleted,
-    Evicted,
-    Finished,
-    Pending,
-    Preempted,
-    QuotaReleased,
-    QuotaReserved,
-    Rejected,
-)
 from domain.fields import InvalidInput
 from domain.objects import (
     STOP_NONE,
@@ -75,13 +61,32 @@ from domain.objects import (
     WorkloadPriorityClass,
     parse_object,
 )
-from domain.quantity import QuantityError, amount
 from domain.timestamps import TimestampError, parse_time
 from domain.workload import WorkloadSpec, parse_workload
+from projections.records import (
+    FR,
+    KIND_NAMES,
+    Admitted,
+    DecisionRecord,
+    Deleted,
+    Evicted,
+    Finished,
+    FoldDecision,
+    Pending,
+    Preempted,
+    QuotaReleased,
+    QuotaReserved,
+    Rejected,
+    usage_of,
+)
 
-FR = tuple[str, str]  # (flavor, resource)
+__all__ = ["FR", "DecisionRecord", "Histogram", "Projection", "WorkloadView", "ClusterQueueView", "QueueKey"]
+
 LQKey = tuple[str, str]  # (namespace, name)
 OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
+# (ClusterQueue, LocalQueue namespace, LocalQueue name, priority class): one key serves Kueue's
+# per-ClusterQueue and per-LocalQueue metric families, summed at scrape time.
+QueueKey = tuple[str, str, str, str]
 
 BATCH_SLOTS = 1 << 16  # as domain.engine: an inner event's log position is offset * 2^16 + i
 
@@ -91,17 +96,7 @@ WAIT_BUCKETS: tuple[float, ...] = (1.0, *(2.5 * 2**i for i in range(15)))
 _json = msgspec.json.Decoder()
 
 
-class _Envelope(msgspec.Struct):
-    """What the fold reads of a workload event on its fast path (the other fields are skipped
-    unparsed). Decoding into this instead of a dict builds no objects for the event's body."""
-
-    type: Any = None
-    id: Any = None
-    time: Any = None
-    workload: msgspec.Raw = msgspec.Raw()  # empty: absent (a Raw field cannot be optional)
-
-
-class _WorkloadMeta(msgspec.Struct):
+class _WorkloadMeta(msgspec.Struct, gc=False):
     name: Any = None
     namespace: Any = None
     labels: msgspec.Raw = msgspec.Raw()
@@ -109,9 +104,29 @@ class _WorkloadMeta(msgspec.Struct):
     uid: Any = None
 
 
+class _WorkloadDoc(msgspec.Struct, gc=False):
+    """The members of a Workload that `parse_workload` reads (it reads no other top-level one),
+    the parts that make its template as JSON text."""
+
+    kind: msgspec.Raw = msgspec.Raw()  # empty: absent (a Raw field cannot be optional)
+    metadata: _WorkloadMeta | None = None
+    spec: msgspec.Raw = msgspec.Raw()
+
+
+class _Envelope(msgspec.Struct, gc=False):
+    """What the fold reads of a workload event on its fast path (the other fields are skipped
+    unparsed). Decoding into this instead of a dict builds no objects for the event's body. An
+    event this cannot hold (a `workload` or its `metadata` that is not an object) is read as a
+    dict instead."""
+
+    type: Any = None
+    id: Any = None
+    time: Any = None
+    workload: _WorkloadDoc | None = None
+
+
 _envelope = msgspec.json.Decoder(_Envelope)
-_workload_parts = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_workload_meta = msgspec.json.Decoder(_WorkloadMeta)
+_workload_doc = msgspec.json.Decoder(_WorkloadDoc)
 # Top-level events the fold takes from `_Envelope` alone; the rest are decoded as dicts.
 _FAST_EVENTS = frozenset(("WorkloadSubmitted", "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))
 
@@ -120,10 +135,22 @@ class _Reject(Exception):
     """The engine would reject this (inner) event: it changes nothing."""
 
 
-@dataclass(slots=True)
-class WorkloadView:
+class WorkloadView(msgspec.Struct, gc=False):
+    """A workload as the views see it. A Struct outside the cyclic GC (one per live workload;
+    nothing it holds refers back to it).
+
+    The fold does not build a workload's `WorkloadSpec` when it arrives: workloads of one job
+    template share one parsed template, and the spec (the template with this workload's name,
+    creationTimestamp and uid) is built the first time something reads `spec`. What the fold
+    itself needs on every decision (LocalQueue, priority class) is kept beside it."""
+
     key: str
-    spec: WorkloadSpec
+    template: WorkloadSpec  # the spec itself once `name` is None, else the template it comes from
+    name: str | None
+    creation: int | None
+    uid: str | None
+    lq: LQKey  # (namespace, queueName)
+    priority_class: str | None
     seq: int  # position in the input log (offset * 2^16 + index within a Batch)
     queue_time: int  # µs; the engine's queue-order time
     priority: int
@@ -131,25 +158,89 @@ class WorkloadView:
     waiting_since_us: int  # created or requeued (for the admission wait time metric)
     active: bool
     cluster_queue: str | None = None  # the ClusterQueue it holds quota in
-    usage: dict[FR, int] | None = None
+    usage: Mapping[FR, int] | None = None  # shared between workloads: read only
     admitted: bool = False  # latest Admitted not followed by Preempted/Evicted/...
     evicted: bool = False  # preempted or evicted, still holding quota until QuotaReleased
     reserved_once: bool = False  # has held quota since it was last queued (metrics)
     reason: str | None = None  # latest Pending reason since it was last queued
     message: str | None = None
     queued_in: str | None = None  # the ClusterQueue whose pending queue holds it
+    qkey: QueueKey | None = None  # its metrics key while it holds quota
+
+    @property
+    def spec(self) -> WorkloadSpec:
+        if self.name is not None:
+            t = self.template
+            self.template = WorkloadSpec(
+                t.namespace, self.name, t.queue_name, t.priority, t.priority_class, t.active,
+                t.labels, self.creation, t.pod_sets, self.uid,
+            )
+            self.name = None
+        return self.template
+
+    @spec.setter
+    def spec(self, spec: WorkloadSpec) -> None:
+        self.template = spec
+        self.name = None
+        self.lq = (spec.namespace, spec.queue_name)
+        self.priority_class = spec.priority_class
+        self.qkey = None
 
     @property
     def order_key(self) -> OrderKey:
         return (-self.priority, self.queue_time, self.seq, self.key)
 
     @property
-    def lq(self) -> LQKey:
-        return (self.spec.namespace, self.spec.queue_name)
-
-    @property
     def holding(self) -> bool:
         return self.cluster_queue is not None
+
+
+class PendingQueue:
+    """The OrderKeys of the workloads queued in one ClusterQueue (or LocalQueue), read in order.
+
+    Adding and removing cost a dict operation; the order is built when first read and then kept
+    up to date (binary search into a list). A rebuild, which never reads it halfway, sorts each
+    queue once at the end instead of keeping every intermediate queue sorted."""
+
+    __slots__ = ("_members", "_sorted")
+
+    def __init__(self) -> None:
+        self._members: dict[OrderKey, None] = {}
+        self._sorted: list[OrderKey] | None = None
+
+    def add(self, key: OrderKey) -> None:
+        self._members[key] = None
+        if self._sorted is not None:
+            bisect.insort(self._sorted, key)
+
+    def remove(self, key: OrderKey) -> None:
+        del self._members[key]
+        if self._sorted is not None:
+            del self._sorted[bisect.bisect_left(self._sorted, key)]
+
+    def _order(self) -> list[OrderKey]:
+        if self._sorted is None:
+            self._sorted = sorted(self._members)
+        return self._sorted
+
+    def index(self, key: OrderKey) -> int:
+        order = self._order()
+        i = bisect.bisect_left(order, key)
+        if i < len(order) and order[i] == key:
+            return i
+        raise ValueError(f"{key!r} is not queued")
+
+    def __getitem__(self, i: int) -> OrderKey:
+        return self._order()[i]
+
+    def __iter__(self) -> Iterator[OrderKey]:
+        return iter(self._order())
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._members
 
 
 @dataclass(slots=True)
@@ -163,41 +254,98 @@ class ClusterQueueView:
     usage: dict[FR, int] = field(default_factory=dict)  # admitted workloads only
     holders: dict[str, None] = field(default_factory=dict)
     admitted: int = 0
-    pending: Any = field(default_factory=SortedList)  # OrderKeys of the workloads queued here
+    pending: PendingQueue = field(default_factory=PendingQueue)  # OrderKeys of the workloads queued here
 
 
-@dataclass(slots=True)
 class Histogram:
-    buckets: list[int] = field(default_factory=lambda: [0] * len(WAIT_BUCKETS))
-    count: int = 0
-    sum: float = 0.0
+    """Kueue's wait-time histogram. Observations are kept as they come (an append) and put in
+    their buckets when the histogram is read, or every few thousand, in order: the same counts
+    and the same floating-point sum as bucketing each at once."""
+
+    __slots__ = ("_buckets", "_count", "_sum", "_waiting")
+
+    def __init__(self) -> None:
+        self._buckets = [0] * len(WAIT_BUCKETS)
+        self._count = 0
+        self._sum = 0.0
+        self._waiting = array("d")
 
     def observe(self, value: float) -> None:
-        i = bisect.bisect_left(WAIT_BUCKETS, value)
-        if i < len(self.buckets):
-            self.buckets[i] += 1
-        self.count += 1
-        self.sum += value
+        waiting = self._waiting
+        waiting.append(value)
+        if len(waiting) >= 4096:
+            self._settle()
+
+    def _settle(self) -> None:
+        waiting = self._waiting
+        if not waiting:
+            return
+        buckets = self._buckets
+        n = len(buckets)
+        total = self._sum
+        for value in waiting:
+            i = bisect.bisect_left(WAIT_BUCKETS, value)
+            if i < n:
+                buckets[i] += 1
+            total += value
+        self._sum = total
+        self._count += len(waiting)
+        self._waiting = array("d")
+
+    @property
+    def buckets(self) -> list[int]:
+        self._settle()
+        return self._buckets
+
+    @buckets.setter
+    def buckets(self, value: list[int]) -> None:
+        self._settle()
+        self._buckets = value
+
+    @property
+    def count(self) -> int:
+        self._settle()
+        return self._count
+
+    @count.setter
+    def count(self, value: int) -> None:
+        self._settle()
+        self._count = value
+
+    @property
+    def sum(self) -> float:
+        self._settle()
+        return self._sum
+
+    @sum.setter
+    def sum(self, value: float) -> None:
+        self._settle()
+        self._sum = value
 
 
-# (ClusterQueue, LocalQueue namespace, LocalQueue name, priority class): one key serves Kueue's
-# per-ClusterQueue and per-LocalQueue metric families, summed at scrape time.
-QueueKey = tuple[str, str, str, str]
-
-
-@dataclass(slots=True)
 class Counters:
     """Kueue's counters and histograms, folded from the decisions (see projections/metrics.py)."""
 
-    admitted: dict[QueueKey, int] = field(default_factory=dict)
-    quota_reserved: dict[QueueKey, int] = field(default_factory=dict)
-    finished: dict[QueueKey, int] = field(default_factory=dict)
-    evicted: dict[tuple[QueueKey, str, str], int] = field(default_factory=dict)  # (queues, reason, cause)
-    preempted: dict[tuple[str, str], int] = field(default_factory=dict)  # preempting cq, reason
-    admission_wait: dict[QueueKey, Histogram] = field(default_factory=dict)
-    quota_reserved_wait: dict[QueueKey, Histogram] = field(default_factory=dict)
-    rejected: dict[str, int] = field(default_factory=dict)  # by reason
-    decisions: dict[str, int] = field(default_factory=dict)  # by type
+    __slots__ = (
+        "admitted", "quota_reserved", "finished", "evicted", "preempted", "admission_wait",
+        "quota_reserved_wait", "rejected", "by_kind",
+    )
+
+    def __init__(self) -> None:
+        self.admitted: dict[QueueKey, int] = {}
+        self.quota_reserved: dict[QueueKey, int] = {}
+        self.finished: dict[QueueKey, int] = {}
+        self.evicted: dict[tuple[QueueKey, str, str], int] = {}  # (queues, reason, cause)
+        self.preempted: dict[tuple[str, str], int] = {}  # preempting cq, reason
+        self.admission_wait: dict[QueueKey, Histogram] = {}
+        self.quota_reserved_wait: dict[QueueKey, Histogram] = {}
+        self.rejected: dict[str, int] = {}  # by reason
+        self.by_kind: dict[type, int] = {}  # decisions by their class (type(None): undecodable)
+
+    @property
+    def decisions(self) -> dict[str, int]:
+        """Decisions by type ("Unknown": a record this version cannot decode)."""
+        return {KIND_NAMES[kind]: n for kind, n in self.by_kind.items()}
 
 
 def _inc(counter: dict[Any, int], key: Any) -> None:
@@ -236,7 +384,8 @@ def parse_accepted(raw: Any) -> WorkloadSpec:
     template = _template_of(raw)
     if template is None:
         return parse_workload(raw)
-    return _from_template(template, raw["metadata"]["name"], raw["metadata"].get("creationTimestamp"), raw["metadata"].get("uid"))
+    meta = raw["metadata"]
+    return _stamped(template, meta["name"], _created(meta.get("creationTimestamp")), meta.get("uid"))
 
 
 def _template_of(raw: Any) -> WorkloadSpec | None:
@@ -262,67 +411,65 @@ def _template_of(raw: Any) -> WorkloadSpec | None:
     return template
 
 
-def _from_template(template: WorkloadSpec, name: str, created: Any, uid: Any) -> WorkloadSpec:
+def _created(value: Any) -> int | None:
+    return parse_time(value) if value is not None else None
+
+
+def _stamped(template: WorkloadSpec, name: str, created: int | None, uid: Any) -> WorkloadSpec:
     return WorkloadSpec(
         template.namespace, name, template.queue_name, template.priority, template.priority_class,
-        template.active, template.labels, parse_time(created) if created is not None else None,
-        template.pod_sets, uid if isinstance(uid, str) else None,
+        template.active, template.labels, created, template.pod_sets, uid if isinstance(uid, str) else None,
     )
 
 
 _RAW_SPECS: dict[tuple[Any, ...], WorkloadSpec] = {}
+Stamp = tuple[WorkloadSpec, str, int | None, str | None]  # (template, name, creation time, uid)
 
 
-def parse_accepted_json(data: msgspec.Raw | bytes) -> WorkloadSpec:
-    """`parse_accepted` of a Workload given as JSON, without decoding what the template has.
+def accepted_stamp(data: msgspec.Raw | bytes) -> Stamp | None:
+    """A Workload given as JSON, that the engine accepted, as (its template, name, creation
+    time, uid), reading only its identity unless its template is new. None: not memoizable
+    (parse it whole).
 
-    The template key is made of the JSON text itself (the namespace, the labels' bytes and every
-    top-level member but `metadata`, bytes as written): equal bytes are equal content, so a hit
-    is exactly the template `parse_accepted` would use; text that differs only in spelling just
-    misses and is parsed. Empty `data`: no workload."""
-    if not data:
-        return parse_workload(None)
+    The template key is the JSON text of what `parse_workload` reads besides the identity (the
+    namespace, the labels' text, `kind` and `spec`, as written): equal text is equal content, so
+    a hit is exactly the template `parse_accepted` would use; text that differs only in spelling
+    just misses and is parsed."""
     try:
-        parts = _workload_parts.decode(data)
-        meta_raw = parts.get("metadata")
-        meta = _workload_meta.decode(meta_raw) if meta_raw is not None else None
+        doc = _workload_doc.decode(data)
     except msgspec.DecodeError:  # not an object (or metadata is not): the full parse says why
-        return parse_accepted(_json.decode(data))
-    if meta is None or not isinstance(meta.name, str) or not (meta.namespace is None or isinstance(meta.namespace, str)):
-        return parse_accepted(_json.decode(data))
-    key = (
-        meta.namespace,
-        bytes(meta.labels),
-        *[(k, bytes(v)) for k, v in parts.items() if k != "metadata"],
-    )
+        return None
+    return _stamp_of(doc, lambda: _json.decode(data))
+
+
+def _stamp_of(doc: _WorkloadDoc, whole: Callable[[], Any]) -> Stamp | None:
+    """`accepted_stamp` of a decoded `_WorkloadDoc`; `whole()` gives the Workload as a dict
+    (read only when its template is new)."""
+    meta = doc.metadata
+    if meta is None or type(meta.name) is not str or not (meta.namespace is None or type(meta.namespace) is str):
+        return None
+    key = (meta.namespace, bytes(meta.labels), bytes(doc.kind), bytes(doc.spec))
     template = _RAW_SPECS.get(key)
     if template is None:
-        raw = _json.decode(data)
-        template = _template_of(raw)
+        template = _template_of(whole())
         if template is None:
-            return parse_workload(raw)
+            return None
         if len(_RAW_SPECS) >= 4096:
             _RAW_SPECS.clear()
         _RAW_SPECS[key] = template
-    return _from_template(template, meta.name, meta.creationTimestamp, meta.uid)
+    created = meta.creationTimestamp
+    uid = meta.uid
+    return (template, meta.name, parse_time(created) if created is not None else None, uid if type(uid) is str else None)
 
 
-_AMOUNTS: dict[tuple[str, str], int] = {}
-
-
-def _amount(resource: str, quantity: str) -> int:
-    """`domain.quantity.amount`, memoized: the same few quantities come back all the time."""
-    key = (resource, quantity)
-    value = _AMOUNTS.get(key)
-    if value is None:
-        try:
-            value = amount(resource, quantity)
-        except QuantityError:
-            value = 0
-        if len(_AMOUNTS) > 65536:
-            _AMOUNTS.clear()
-        _AMOUNTS[key] = value
-    return value
+def parse_accepted_json(data: msgspec.Raw | bytes) -> WorkloadSpec:
+    """`parse_accepted` of a Workload given as JSON (see `accepted_stamp`). Empty `data`: no workload."""
+    if not data:
+        return parse_workload(None)
+    stamp = accepted_stamp(data)
+    if stamp is None:
+        return parse_accepted(_json.decode(data))
+    return _stamped(*stamp)
 
 
 def _add2(a: dict[FR, int], b: dict[FR, int], usage: Mapping[FR, int]) -> None:
@@ -342,29 +489,6 @@ def _sub2(a: dict[FR, int], b: dict[FR, int], usage: Mapping[FR, int]) -> None:
                 d[fr] = new
             else:
                 d.pop(fr, None)
-
-
-def assignment_usage(decision: Admitted | QuotaReserved) -> dict[FR, int]:
-    """(flavor, resource) -> amount held, from an Admitted/QuotaReserved decision."""
-    usage: dict[FR, int] = {}
-    for ps in decision.podSetAssignments:
-        flavors = ps.flavors
-        for res, qty in ps.resourceUsage.items():
-            fr = (flavors.get(res, ""), res)
-            usage[fr] = usage.get(fr, 0) + _amount(res, qty)
-    return usage
-
-
-class DecisionRecord(msgspec.Struct, gc=False):
-    """One record of the decision log: where it is, the decision, and its bytes as recorded.
-
-    A Struct outside the cyclic GC (one per decision on a rebuild; it cannot be in a cycle)."""
-
-    offset: int  # in the decision log
-    decision: AnyDecision | None  # None: a decision type this version cannot decode
-    cause_offset: int
-    cause_index: int
-    value: bytes
 
 
 class Projection:
@@ -425,59 +549,82 @@ class Projection:
         timestamp_ms: int = 0,
     ) -> None:
         """Fold input event `offset` and then the decisions it caused."""
-        if not isinstance(decisions, list):
+        if type(decisions) is not list:
             decisions = list(decisions)
         self.position = offset
         self.events += 1
         record_time = timestamp_ms * 1000
         self.event_time_us = record_time
         rejections: list[Rejected] = []
-        evictions: dict[str, int] = {}
+        evictions: dict[str, int] = _NO_EVICTIONS  # never written to (see _admission_check_state)
         for d in decisions:
             dec = d.decision
             kind = type(dec)
             if kind is Rejected:
                 rejections.append(dec)  # type: ignore[arg-type]
             elif kind is Evicted and dec.reason == reasons.ADMISSION_CHECK and dec.workload:  # type: ignore[union-attr]
+                if evictions is _NO_EVICTIONS:
+                    evictions = {}
                 evictions[dec.workload] = evictions.get(dec.workload, 0) + 1  # type: ignore[union-attr]
         self._rejections = rejections
         self._evictions = evictions
-        env: _Envelope | None = None
         if value:
+            self._top_time = None
             try:
                 env = _envelope.decode(value)
             except (msgspec.DecodeError, UnicodeDecodeError):
-                env = None  # not a JSON object: the engine rejected it
-        if env is not None:
-            self._top_time = None
+                env = None  # not a JSON object (the engine rejected it), or fields of other types
             try:
-                if env.type in _FAST_EVENTS:
-                    self._dispatch_workload_event(env, offset * BATCH_SLOTS, record_time)
+                if env is not None and env.type in _FAST_EVENTS:
+                    self._workload_event(env, value, offset * BATCH_SLOTS, record_time)
                 else:
-                    self._dispatch(_json.decode(value), offset * BATCH_SLOTS, record_time, top_level=True)  # type: ignore[arg-type]
+                    try:
+                        raw = _json.decode(value)
+                    except (msgspec.DecodeError, UnicodeDecodeError):
+                        raw = None  # not JSON: the engine rejected it
+                    if type(raw) is dict:
+                        self._dispatch(raw, offset * BATCH_SLOTS, record_time, top_level=True)
             except _Reject:
                 pass
             # Decisions are caused by the top-level event (a whole Batch): they happen at its time.
             self.event_time_us = self._top_time if self._top_time is not None else record_time
         if decisions:
             self._timestamp_ms = timestamp_ms
-            decide = self._decide
-            for d in decisions:
-                decide(d, value)
-            self.next_decision_offset = decisions[-1].offset + 1
+            self._decide_all(decisions, value)
         if self._dirty:
             self._route_dirty()
 
-    def _dispatch_workload_event(self, env: _Envelope, seq: int, record_time: int) -> None:
+    def _workload_event(self, env: _Envelope, value: bytes, seq: int, record_time: int) -> None:
         """`_dispatch` of a top-level workload event, read from its envelope alone."""
         event_id = env.id
-        if not self._stamp(event_id, env.time, record_time, True):
-            return
+        if event_id is not None:
+            if type(event_id) is not str:
+                raise _Reject
+            if event_id in self.seen_ids:
+                return  # a producer's retry
+        time = env.time
+        if time is not None:
+            try:
+                t = self._event_time = parse_time(time)
+            except TimestampError:
+                raise _Reject from None
+            if t > self.clock:
+                self.clock = t
+            self._top_time = t
+            self.event_time_us = t
+        else:
+            self._event_time = None
+            self.event_time_us = record_time
         if self._rejections:
             raise _Reject  # the engine said so (see _dispatch)
         if env.type == "WorkloadSubmitted":
             try:
-                self._submit(parse_accepted_json(env.workload), seq)
+                doc = env.workload
+                stamp = _stamp_of(doc, lambda: _json.decode(value)["workload"]) if doc is not None else None
+                if stamp is None:
+                    self._submit(parse_accepted(_json.decode(value).get("workload")), None, None, None, seq)
+                else:
+                    self._submit(stamp[0], stamp[1], stamp[2], stamp[3], seq)
             except InvalidInput:
                 self._anomaly(f"input offset {self.position}: accepted by the engine, invalid to the fold")
                 raise _Reject from None
@@ -701,23 +848,46 @@ class Projection:
         return value
 
     def _workload_submitted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
-        self._submit(parse_accepted(raw.get("workload")) if top_level else parse_workload(raw.get("workload")), seq)
+        spec = parse_accepted(raw.get("workload")) if top_level else parse_workload(raw.get("workload"))
+        self._submit(spec, None, None, None, seq)
 
-    def _submit(self, spec: WorkloadSpec, seq: int) -> None:
-        key = spec.key
-        if key in self.workloads or key in self.finished:
+    def _submit(self, template: WorkloadSpec, name: str | None, creation: int | None, uid: str | None, seq: int) -> None:
+        """A new workload: `template` with this name, creation time and uid (name None:
+        `template` is its whole spec)."""
+        namespace = template.namespace
+        if name is None:
+            key = f"{namespace}/{template.name}"
+            creation = template.creation_time
+        else:
+            key = f"{namespace}/{name}"
+        workloads = self.workloads
+        if key in workloads or key in self.finished:
             raise _Reject
-        priority = self._priority_of(spec)
-        queue_time = spec.creation_time
+        priority = template.priority
+        pc = template.priority_class
+        if priority is None:
+            if pc is None:
+                priority = 0
+            else:
+                value = self.priority_classes.get(pc)
+                if value is None:
+                    raise _Reject
+                priority = value
+        queue_time = creation
         if queue_time is None:
             queue_time = self._event_time if self._event_time is not None else self.clock
-        created = spec.creation_time if spec.creation_time is not None else self.event_time_us
-        wv = WorkloadView(key, spec, seq, queue_time, priority, created, created, spec.active)
-        self.workloads[key] = wv
-        self.by_lq.setdefault(wv.lq, {})[key] = None
-        if spec.priority_class is not None:
-            self.by_priority_class.setdefault(spec.priority_class, {})[key] = None
-        self._reroute(wv)
+        created = creation if creation is not None else self.event_time_us
+        lq = (namespace, template.queue_name)
+        workloads[key] = WorkloadView(
+            key, template, name, creation, uid, lq, pc, seq, queue_time, priority, created, created, template.active,
+        )
+        members = self.by_lq.get(lq)
+        if members is None:
+            members = self.by_lq[lq] = {}
+        members[key] = None
+        if pc is not None:
+            self.by_priority_class.setdefault(pc, {})[key] = None
+        self._dirty[key] = None  # queued once this event's decisions are folded (see _reroute)
 
     def _workload_updated(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
         spec = parse_workload(raw.get("workload"))
@@ -824,7 +994,7 @@ class Projection:
     def _dequeue(self, wv: WorkloadView) -> None:
         if wv.queued_in is None:
             return
-        key = wv.order_key
+        key = (-wv.priority, wv.queue_time, wv.seq, wv.key)
         cq = self.cluster_queues.get(wv.queued_in)
         if cq is not None:  # (a deleted ClusterQueue takes its list with it)
             cq.pending.remove(key)
@@ -841,24 +1011,27 @@ class Projection:
 
     def _route_dirty(self) -> None:
         dirty = self._dirty
+        workloads = self.workloads
         while dirty:
-            key = next(iter(dirty))
-            del dirty[key]
-            wv = self.workloads.get(key)
-            if wv is not None:
-                self._route(wv)
+            keys = list(dirty)
+            dirty.clear()
+            for key in keys:
+                wv = workloads.get(key)
+                if wv is not None:
+                    self._route(wv)
 
     def _route(self, wv: WorkloadView) -> None:
         target = self._target(wv)
         if target == wv.queued_in:
             return
-        self._dequeue(wv)
+        if wv.queued_in is not None:
+            self._dequeue(wv)
         if target is not None:
-            key = wv.order_key
+            key = (-wv.priority, wv.queue_time, wv.seq, wv.key)
             self.cluster_queues[target].pending.add(key)
             lq_pending = self.lq_pending.get(wv.lq)
             if lq_pending is None:
-                lq_pending = self.lq_pending[wv.lq] = SortedList()
+                lq_pending = self.lq_pending[wv.lq] = PendingQueue()
             lq_pending.add(key)
             wv.queued_in = target
 
@@ -872,76 +1045,109 @@ class Projection:
                 self._reroute_lq(key)
 
     # -- decisions -------------------------------------------------------------------------------
-    def _decide(self, rec: DecisionRecord, cause_value: bytes | None) -> None:
-        self.decisions += 1
-        d = rec.decision
-        counts = self.counters.decisions
-        kind = type(d).__name__ if d is not None else "Unknown"
-        counts[kind] = counts.get(kind, 0) + 1
-        if d is None:
-            return
-        wl = d.workload
-        if wl is not None:
-            if self.track_history:
-                hist = self.history.get(wl)
-                if hist is None:
-                    hist = self.history[wl] = array("q")
-                hist.append(rec.offset)
-                hist.append(rec.cause_offset)
-            if wl == self.focus:
-                self.focus_records.append((rec, cause_value, self._timestamp_ms))
-        handler = _DECISIONS.get(type(d))
-        if handler is not None:
-            handler(self, d)
+    def _decide_all(self, records: list[DecisionRecord], cause_value: bytes | None) -> None:
+        """Fold the decisions of one input event, in order."""
+        self.decisions += len(records)
+        by_kind = self.counters.by_kind
+        history = self.history if self.track_history else None
+        focus = self.focus
+        handlers = _DECISIONS
+        for rec in records:
+            d = rec.decision
+            kind = type(d)
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+            if d is None:
+                continue
+            wl = d.workload
+            if wl is not None:
+                if history is not None:
+                    hist = history.get(wl)
+                    if hist is None:
+                        hist = history[wl] = array("q")
+                    hist.append(rec.offset)
+                    hist.append(rec.cause_offset)
+                if wl == focus:
+                    self.focus_records.append((rec, cause_value, self._timestamp_ms))
+            handlers[kind](self, d, rec)
+        self.next_decision_offset = records[-1].offset + 1
 
-    def _workload_of(self, d: Decision) -> WorkloadView | None:
+    def _workload_of(self, d: FoldDecision) -> WorkloadView | None:
         wv = self.workloads.get(d.workload or "")
         if wv is None:
             self._anomaly(f"{type(d).__name__} for unknown workload {d.workload} (input offset {self.position})")
         return wv
 
-    def _on_reserve(self, d: Admitted | QuotaReserved) -> None:
-        wv = self._workload_of(d)
+    def _queue_key(self, wv: WorkloadView, cq: str) -> QueueKey:
+        """Its metrics key (kept while it holds quota in `cq`)."""
+        key = wv.qkey
+        if key is None or key[0] != cq:
+            key = wv.qkey = (cq, wv.lq[0], wv.lq[1], wv.priority_class or "")
+        return key
+
+    def _on_reserve(self, d: Admitted | QuotaReserved, rec: DecisionRecord) -> None:
+        wv = self.workloads.get(d.workload or "")
         if wv is None:
+            self._workload_of(d)
             return
         admitted = type(d) is Admitted
         c = self.counters
-        wait = max(0.0, (self.event_time_us - wv.waiting_since_us) / 1e6)
-        if wv.holding:
+        wait = (self.event_time_us - wv.waiting_since_us) / 1e6
+        if wait < 0.0:
+            wait = 0.0
+        if wv.cluster_queue is not None:
             # Admitted after QuotaReserved: every admission check is Ready.
             if not admitted or wv.admitted or wv.evicted:
                 self._anomaly(f"{type(d).__name__} for {wv.key}, which already holds quota")
                 return
-            cq = self.cluster_queues[wv.cluster_queue]  # type: ignore[index]
+            cq = self.cluster_queues[wv.cluster_queue]
             assert wv.usage is not None
             _add(cq.usage, wv.usage, 1)
             cq.admitted += 1
             wv.admitted = True
-            key = (cq.name, *wv.lq, wv.spec.priority_class or "")
+            key = self._queue_key(wv, cq.name)
             _inc(c.admitted, key)
             _observe(c.admission_wait, key, wait)
             return
-        target = self.cluster_queues.get(d.clusterQueue)
-        if target is None:
+        cq = self.cluster_queues.get(d.clusterQueue)  # type: ignore[assignment]
+        if cq is None:
             self._anomaly(f"{type(d).__name__} of {wv.key} in unknown ClusterQueue {d.clusterQueue}")
             return
-        cq = target
-        self._dequeue(wv)
-        usage = assignment_usage(d)
-        wv.cluster_queue = cq.name
+        if wv.queued_in is not None:
+            self._dequeue(wv)
+        usage = rec.usage
+        if usage is None:  # (a record not made by decode_decision)
+            usage = usage_of(d.podSetAssignments) or {}
+        name = cq.name
+        wv.cluster_queue = name
         wv.usage = usage
         wv.admitted = admitted
         wv.evicted = False
         wv.reason = wv.message = None
         cq.holders[wv.key] = None
-        key = (cq.name, *wv.lq, wv.spec.priority_class or "")
-        _inc(c.quota_reserved, key)
-        _observe(c.quota_reserved_wait, key, wait)
+        key = wv.qkey  # type: ignore[assignment]
+        if key is None or key[0] != name:
+            lq = wv.lq
+            key = wv.qkey = (name, lq[0], lq[1], wv.priority_class or "")
+        counter = c.quota_reserved
+        counter[key] = counter.get(key, 0) + 1
+        hist = c.quota_reserved_wait.get(key)
+        if hist is None:
+            hist = c.quota_reserved_wait[key] = Histogram()
+        hist.observe(wait)
         if admitted:
-            _add2(cq.reservation, cq.usage, usage)
+            reservation = cq.reservation
+            in_use = cq.usage
+            for fr, value in usage.items():
+                if value:
+                    reservation[fr] = reservation.get(fr, 0) + value
+                    in_use[fr] = in_use.get(fr, 0) + value
             cq.admitted += 1
-            _inc(c.admitted, key)
-            _observe(c.admission_wait, key, wait)
+            counter = c.admitted
+            counter[key] = counter.get(key, 0) + 1
+            hist = c.admission_wait.get(key)
+            if hist is None:
+                hist = c.admission_wait[key] = Histogram()
+            hist.observe(wait)
         else:
             _add(cq.reservation, usage, 1)
 
@@ -955,13 +1161,26 @@ class Projection:
         wv.admitted = False
 
     def _release(self, wv: WorkloadView) -> ClusterQueueView | None:
-        if not wv.holding:
+        if wv.cluster_queue is None:
             return None
-        cq = self.cluster_queues[wv.cluster_queue]  # type: ignore[index]
+        cq = self.cluster_queues[wv.cluster_queue]
         usage = wv.usage
         assert usage is not None
         if wv.admitted:
-            _sub2(cq.reservation, cq.usage, usage)
+            reservation = cq.reservation
+            in_use = cq.usage
+            for fr, value in usage.items():
+                if value:
+                    new = reservation.get(fr, 0) - value
+                    if new:
+                        reservation[fr] = new
+                    else:
+                        reservation.pop(fr, None)
+                    new = in_use.get(fr, 0) - value
+                    if new:
+                        in_use[fr] = new
+                    else:
+                        in_use.pop(fr, None)
             cq.admitted -= 1
             wv.admitted = False
         else:
@@ -974,7 +1193,7 @@ class Projection:
             self._remove_cluster_queue(cq)
         return cq
 
-    def _on_evict(self, d: Preempted | Evicted) -> None:
+    def _on_evict(self, d: Preempted | Evicted, rec: DecisionRecord) -> None:
         wv = self._workload_of(d)
         if wv is None:
             return
@@ -982,7 +1201,7 @@ class Projection:
             self._anomaly(f"{type(d).__name__} for {wv.key}, which holds no quota")
             return
         c = self.counters
-        key = (wv.cluster_queue or "", *wv.lq, wv.spec.priority_class or "")
+        key = self._queue_key(wv, wv.cluster_queue or "")
         if type(d) is Preempted:
             reason, cause = "Preempted", ""
             preemptor = self.workloads.get(d.preemptor)
@@ -1001,7 +1220,7 @@ class Projection:
         self._unadmit(wv)
         wv.evicted = True
 
-    def _on_quota_released(self, d: QuotaReleased) -> None:
+    def _on_quota_released(self, d: QuotaReleased, rec: DecisionRecord) -> None:
         wv = self._workload_of(d)
         if wv is None:
             return
@@ -1011,16 +1230,20 @@ class Projection:
         wv.reason = wv.message = None
         self._reroute(wv)
 
-    def _on_finished(self, d: Finished) -> None:
-        wv = self._workload_of(d)
+    def _on_finished(self, d: Finished, rec: DecisionRecord) -> None:
+        key = d.workload or ""
+        wv = self.workloads.get(key)
         if wv is None:
+            self._workload_of(d)
             return
-        if wv.holding:
-            _inc(self.counters.finished, (wv.cluster_queue or "", *wv.lq, wv.spec.priority_class or ""))
+        if wv.cluster_queue is not None:
+            qkey = self._queue_key(wv, wv.cluster_queue)
+            finished = self.counters.finished
+            finished[qkey] = finished.get(qkey, 0) + 1
         self._forget(wv)
-        self.finished[wv.key] = None
+        self.finished[key] = None
 
-    def _on_deleted(self, d: Deleted) -> None:
+    def _on_deleted(self, d: Deleted, rec: DecisionRecord) -> None:
         key = d.workload or ""
         if key in self.finished:
             del self.finished[key]
@@ -1030,21 +1253,29 @@ class Projection:
             self._forget(wv)
 
     def _forget(self, wv: WorkloadView) -> None:
-        self._dequeue(wv)
-        self._release(wv)
-        del self.workloads[wv.key]
-        self._unindex(self.by_lq, wv.lq, wv.key)
-        if wv.spec.priority_class is not None:
-            self._unindex(self.by_priority_class, wv.spec.priority_class, wv.key)
+        if wv.queued_in is not None:
+            self._dequeue(wv)
+        if wv.cluster_queue is not None:
+            self._release(wv)
+        key = wv.key
+        del self.workloads[key]
+        members = self.by_lq.get(wv.lq)
+        if members is not None:
+            members.pop(key, None)
+            if not members:
+                del self.by_lq[wv.lq]
+        if wv.priority_class is not None:
+            self._unindex(self.by_priority_class, wv.priority_class, key)
 
-    def _on_pending(self, d: Pending) -> None:
-        wv = self._workload_of(d)
+    def _on_pending(self, d: Pending, rec: DecisionRecord) -> None:
+        wv = self.workloads.get(d.workload or "")
         if wv is None:
+            self._workload_of(d)
             return
         wv.reason = d.reason
         wv.message = d.message
 
-    def _on_rejected(self, d: Rejected) -> None:
+    def _on_rejected(self, d: Rejected, rec: DecisionRecord) -> None:
         _inc(self.counters.rejected, d.reason)
 
     # ------------------------------------------------------------------------------------------
@@ -1143,6 +1374,8 @@ class Projection:
             "anomalies": list(self.anomalies),
         }
 
+
+_NO_EVICTIONS: dict[str, int] = {}
 
 # Events whose whole effect on the views shows in their decisions (the handlers only validate).
 _DECIDED_BY_DECISIONS = frozenset(("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))

@@ -29,38 +29,11 @@ from collections.abc import Iterator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import msgspec
+from projections.fold import Projection
+from projections.records import DecisionRecord, ProjectionError, decode_decision
+from streams.log import EventLog, Reader, Record, Topics
 
-from domain.decisions import AnyDecision, Cause
-from domain.decisions import decode as _decode
-from projections.fold import DecisionRecord, Projection
-from streams.log import EventLog, LogError, Reader, Record, Topics
-
-
-class ProjectionError(LogError):
-    """The logs do not fit together (a decision caused by an input event that is not there)."""
-
-
-class _CauseOnly(msgspec.Struct):
-    cause: Cause
-
-
-_cause = msgspec.json.Decoder(_CauseOnly)
-
-
-def decode_decision(offset: int, value: bytes | None) -> DecisionRecord:
-    raw = value or b""
-    decision: AnyDecision | None
-    try:
-        decision = _decode(raw)
-        cause = decision.cause
-    except msgspec.DecodeError:
-        decision = None
-        try:
-            cause = _cause.decode(raw).cause
-        except msgspec.DecodeError:
-            raise ProjectionError(f"decision log record at offset {offset} has no cause") from None
-    return DecisionRecord(offset, decision, cause.offset, cause.index, raw)
+__all__ = ["DecisionRecord", "Follower", "ProjectionError", "decode_decision", "rebuild"]
 
 
 def snapshot_offset(record: Record) -> int | None:
