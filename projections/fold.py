@@ -41,7 +41,6 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -165,7 +164,7 @@ class WorkloadView(msgspec.Struct, gc=False):
     reason: str | None = None  # latest Pending reason since it was last queued
     message: str | None = None
     queued_in: str | None = None  # the ClusterQueue whose pending queue holds it
-    qkey: QueueKey | None = None  # its metrics key while it holds quota
+    qstats: QueueStats | None = None  # its metrics (by QueueKey) while it holds quota
 
     @property
     def spec(self) -> WorkloadSpec:
@@ -184,7 +183,7 @@ class WorkloadView(msgspec.Struct, gc=False):
         self.name = None
         self.lq = (spec.namespace, spec.queue_name)
         self.priority_class = spec.priority_class
-        self.qkey = None
+        self.qstats = None
 
     @property
     def order_key(self) -> OrderKey:
@@ -243,18 +242,57 @@ class PendingQueue:
         return key in self._members
 
 
-@dataclass(slots=True)
 class ClusterQueueView:
-    name: str
-    spec: ClusterQueueSpec
-    raw: Mapping[str, Any]
-    quotas: dict[FR, ResourceQuota]
-    terminating: bool = False
-    reservation: dict[FR, int] = field(default_factory=dict)  # every workload holding quota
-    usage: dict[FR, int] = field(default_factory=dict)  # admitted workloads only
-    holders: dict[str, None] = field(default_factory=dict)
-    admitted: int = 0
-    pending: PendingQueue = field(default_factory=PendingQueue)  # OrderKeys of the workloads queued here
+    """A ClusterQueue and who holds quota in it.
+
+    What its workloads hold is kept per distinct assignment (the fold shares one usage dict
+    between every workload with the same assignment): how many hold it and how many of those
+    are admitted. The totals per (flavor, resource) -- `reservation` (every workload holding
+    quota) and `usage` (admitted ones only) -- are summed from that when read, so an admission
+    or a release is a counter step whatever the number of resources."""
+
+    __slots__ = ("name", "spec", "raw", "quotas", "terminating", "held", "holders", "admitted", "pending", "_totals")
+
+    def __init__(self, name: str, spec: ClusterQueueSpec, raw: Mapping[str, Any], quotas: dict[FR, ResourceQuota]) -> None:
+        self.name = name
+        self.spec = spec
+        self.raw = raw
+        self.quotas = quotas
+        self.terminating = False
+        # id(usage dict) -> [usage dict, workloads holding it, of which admitted]; the entry keeps
+        # the dict alive, so its id cannot be reused while counted
+        self.held: dict[int, list[Any]] = {}
+        self.holders: dict[str, None] = {}
+        self.admitted = 0
+        self.pending = PendingQueue()  # OrderKeys of the workloads queued here
+        self._totals: tuple[dict[FR, int], dict[FR, int]] | None = None
+
+    def _sums(self) -> tuple[dict[FR, int], dict[FR, int]]:
+        totals = self._totals
+        if totals is None:
+            reservation: dict[FR, int] = {}
+            usage: dict[FR, int] = {}
+            for held, holding, admitted in self.held.values():
+                for fr, value in held.items():
+                    if value:
+                        reservation[fr] = reservation.get(fr, 0) + holding * value
+                        if admitted:
+                            usage[fr] = usage.get(fr, 0) + admitted * value
+            totals = self._totals = (
+                {fr: v for fr, v in reservation.items() if v},
+                {fr: v for fr, v in usage.items() if v},
+            )
+        return totals
+
+    @property
+    def reservation(self) -> Mapping[FR, int]:
+        """Quota held by every workload holding quota here, per (flavor, resource); zeros left out."""
+        return self._sums()[0]
+
+    @property
+    def usage(self) -> Mapping[FR, int]:
+        """Quota held by the admitted ones."""
+        return self._sums()[1]
 
 
 class Histogram:
@@ -323,24 +361,55 @@ class Histogram:
         self._sum = value
 
 
+class QueueStats:
+    """Kueue's per-queue counters and wait histograms of one QueueKey (one object, so that an
+    admission updates them without a lookup per family; a workload keeps its own while it holds
+    quota)."""
+
+    __slots__ = ("key", "admitted", "quota_reserved", "finished", "admission_wait", "quota_reserved_wait")
+
+    def __init__(self, key: QueueKey) -> None:
+        self.key = key
+        self.admitted = 0
+        self.quota_reserved = 0
+        self.finished = 0
+        self.admission_wait: Histogram | None = None
+        self.quota_reserved_wait: Histogram | None = None
+
+
 class Counters:
     """Kueue's counters and histograms, folded from the decisions (see projections/metrics.py)."""
 
-    __slots__ = (
-        "admitted", "quota_reserved", "finished", "evicted", "preempted", "admission_wait",
-        "quota_reserved_wait", "rejected", "by_kind",
-    )
+    __slots__ = ("queues", "evicted", "preempted", "admission_wait", "quota_reserved_wait", "rejected", "by_kind")
 
     def __init__(self) -> None:
-        self.admitted: dict[QueueKey, int] = {}
-        self.quota_reserved: dict[QueueKey, int] = {}
-        self.finished: dict[QueueKey, int] = {}
+        self.queues: dict[QueueKey, QueueStats] = {}
         self.evicted: dict[tuple[QueueKey, str, str], int] = {}  # (queues, reason, cause)
         self.preempted: dict[tuple[str, str], int] = {}  # preempting cq, reason
+        # the QueueStats' histograms, in the order of their first observation (the order in
+        # which metrics sums them)
         self.admission_wait: dict[QueueKey, Histogram] = {}
         self.quota_reserved_wait: dict[QueueKey, Histogram] = {}
         self.rejected: dict[str, int] = {}  # by reason
         self.by_kind: dict[type, int] = {}  # decisions by their class (type(None): undecodable)
+
+    def stats(self, key: QueueKey) -> QueueStats:
+        s = self.queues.get(key)
+        if s is None:
+            s = self.queues[key] = QueueStats(key)
+        return s
+
+    @property
+    def admitted(self) -> dict[QueueKey, int]:
+        return {k: s.admitted for k, s in self.queues.items() if s.admitted}
+
+    @property
+    def quota_reserved(self) -> dict[QueueKey, int]:
+        return {k: s.quota_reserved for k, s in self.queues.items() if s.quota_reserved}
+
+    @property
+    def finished(self) -> dict[QueueKey, int]:
+        return {k: s.finished for k, s in self.queues.items() if s.finished}
 
     @property
     def decisions(self) -> dict[str, int]:
@@ -350,22 +419,6 @@ class Counters:
 
 def _inc(counter: dict[Any, int], key: Any) -> None:
     counter[key] = counter.get(key, 0) + 1
-
-
-def _observe(hists: dict[Any, Histogram], key: Any, value: float) -> None:
-    h = hists.get(key)
-    if h is None:
-        h = hists[key] = Histogram()
-    h.observe(value)
-
-
-def _add(into: dict[FR, int], usage: Mapping[FR, int], sign: int) -> None:
-    for fr, value in usage.items():
-        new = into.get(fr, 0) + sign * value
-        if new:
-            into[fr] = new
-        else:
-            into.pop(fr, None)
 
 
 _encode = msgspec.json.Encoder().encode
@@ -470,25 +523,6 @@ def parse_accepted_json(data: msgspec.Raw | bytes) -> WorkloadSpec:
     if stamp is None:
         return parse_accepted(_json.decode(data))
     return _stamped(*stamp)
-
-
-def _add2(a: dict[FR, int], b: dict[FR, int], usage: Mapping[FR, int]) -> None:
-    for fr, value in usage.items():
-        if value:
-            a[fr] = a.get(fr, 0) + value
-            b[fr] = b.get(fr, 0) + value
-
-
-def _sub2(a: dict[FR, int], b: dict[FR, int], usage: Mapping[FR, int]) -> None:
-    for fr, value in usage.items():
-        if not value:
-            continue
-        for d in (a, b):
-            new = d.get(fr, 0) - value
-            if new:
-                d[fr] = new
-            else:
-                d.pop(fr, None)
 
 
 class Projection:
@@ -1077,12 +1111,13 @@ class Projection:
             self._anomaly(f"{type(d).__name__} for unknown workload {d.workload} (input offset {self.position})")
         return wv
 
-    def _queue_key(self, wv: WorkloadView, cq: str) -> QueueKey:
-        """Its metrics key (kept while it holds quota in `cq`)."""
-        key = wv.qkey
-        if key is None or key[0] != cq:
-            key = wv.qkey = (cq, wv.lq[0], wv.lq[1], wv.priority_class or "")
-        return key
+    def _qstats(self, wv: WorkloadView, cq: str) -> QueueStats:
+        """Its metrics (kept on it while it holds quota in `cq`)."""
+        s = wv.qstats
+        if s is None or s.key[0] != cq:
+            lq = wv.lq
+            s = wv.qstats = self.counters.stats((cq, lq[0], lq[1], wv.priority_class or ""))
+        return s
 
     def _on_reserve(self, d: Admitted | QuotaReserved, rec: DecisionRecord) -> None:
         wv = self.workloads.get(d.workload or "")
@@ -1090,7 +1125,6 @@ class Projection:
             self._workload_of(d)
             return
         admitted = type(d) is Admitted
-        c = self.counters
         wait = (self.event_time_us - wv.waiting_since_us) / 1e6
         if wait < 0.0:
             wait = 0.0
@@ -1100,13 +1134,11 @@ class Projection:
                 self._anomaly(f"{type(d).__name__} for {wv.key}, which already holds quota")
                 return
             cq = self.cluster_queues[wv.cluster_queue]
-            assert wv.usage is not None
-            _add(cq.usage, wv.usage, 1)
+            cq.held[id(wv.usage)][2] += 1
+            cq._totals = None
             cq.admitted += 1
             wv.admitted = True
-            key = self._queue_key(wv, cq.name)
-            _inc(c.admitted, key)
-            _observe(c.admission_wait, key, wait)
+            self._observe_admission(self._qstats(wv, cq.name), wait)
             return
         cq = self.cluster_queues.get(d.clusterQueue)  # type: ignore[assignment]
         if cq is None:
@@ -1124,39 +1156,39 @@ class Projection:
         wv.evicted = False
         wv.reason = wv.message = None
         cq.holders[wv.key] = None
-        key = wv.qkey  # type: ignore[assignment]
-        if key is None or key[0] != name:
-            lq = wv.lq
-            key = wv.qkey = (name, lq[0], lq[1], wv.priority_class or "")
-        counter = c.quota_reserved
-        counter[key] = counter.get(key, 0) + 1
-        hist = c.quota_reserved_wait.get(key)
+        held = cq.held.get(id(usage))
+        if held is None:
+            cq.held[id(usage)] = [usage, 1, 1 if admitted else 0]
+        else:
+            held[1] += 1
+            if admitted:
+                held[2] += 1
+        cq._totals = None
+        s = wv.qstats
+        if s is None or s.key[0] != name:
+            s = self._qstats(wv, name)
+        s.quota_reserved += 1
+        hist = s.quota_reserved_wait
         if hist is None:
-            hist = c.quota_reserved_wait[key] = Histogram()
+            hist = s.quota_reserved_wait = self.counters.quota_reserved_wait[s.key] = Histogram()
         hist.observe(wait)
         if admitted:
-            reservation = cq.reservation
-            in_use = cq.usage
-            for fr, value in usage.items():
-                if value:
-                    reservation[fr] = reservation.get(fr, 0) + value
-                    in_use[fr] = in_use.get(fr, 0) + value
             cq.admitted += 1
-            counter = c.admitted
-            counter[key] = counter.get(key, 0) + 1
-            hist = c.admission_wait.get(key)
-            if hist is None:
-                hist = c.admission_wait[key] = Histogram()
-            hist.observe(wait)
-        else:
-            _add(cq.reservation, usage, 1)
+            self._observe_admission(s, wait)
+
+    def _observe_admission(self, s: QueueStats, wait: float) -> None:
+        s.admitted += 1
+        hist = s.admission_wait
+        if hist is None:
+            hist = s.admission_wait = self.counters.admission_wait[s.key] = Histogram()
+        hist.observe(wait)
 
     def _unadmit(self, wv: WorkloadView) -> None:
         if not wv.admitted:
             return
         cq = self.cluster_queues[wv.cluster_queue]  # type: ignore[index]
-        assert wv.usage is not None
-        _add(cq.usage, wv.usage, -1)
+        cq.held[id(wv.usage)][2] -= 1
+        cq._totals = None
         cq.admitted -= 1
         wv.admitted = False
 
@@ -1164,27 +1196,16 @@ class Projection:
         if wv.cluster_queue is None:
             return None
         cq = self.cluster_queues[wv.cluster_queue]
-        usage = wv.usage
-        assert usage is not None
+        key = id(wv.usage)
+        held = cq.held[key]
+        held[1] -= 1
         if wv.admitted:
-            reservation = cq.reservation
-            in_use = cq.usage
-            for fr, value in usage.items():
-                if value:
-                    new = reservation.get(fr, 0) - value
-                    if new:
-                        reservation[fr] = new
-                    else:
-                        reservation.pop(fr, None)
-                    new = in_use.get(fr, 0) - value
-                    if new:
-                        in_use[fr] = new
-                    else:
-                        in_use.pop(fr, None)
+            held[2] -= 1
             cq.admitted -= 1
             wv.admitted = False
-        else:
-            _add(cq.reservation, usage, -1)
+        if not held[1]:
+            del cq.held[key]
+        cq._totals = None
         cq.holders.pop(wv.key, None)
         wv.cluster_queue = None
         wv.usage = None
@@ -1201,7 +1222,7 @@ class Projection:
             self._anomaly(f"{type(d).__name__} for {wv.key}, which holds no quota")
             return
         c = self.counters
-        key = self._queue_key(wv, wv.cluster_queue or "")
+        key = self._qstats(wv, wv.cluster_queue or "").key
         if type(d) is Preempted:
             reason, cause = "Preempted", ""
             preemptor = self.workloads.get(d.preemptor)
@@ -1237,9 +1258,10 @@ class Projection:
             self._workload_of(d)
             return
         if wv.cluster_queue is not None:
-            qkey = self._queue_key(wv, wv.cluster_queue)
-            finished = self.counters.finished
-            finished[qkey] = finished.get(qkey, 0) + 1
+            s = wv.qstats
+            if s is None or s.key[0] != wv.cluster_queue:
+                s = self._qstats(wv, wv.cluster_queue)
+            s.finished += 1
         self._forget(wv)
         self.finished[key] = None
 
