@@ -295,6 +295,9 @@ class ClusterQueueView:
         return self._sums()[1]
 
 
+_SETTLE_EVERY = 4096  # observations a histogram keeps before bucketing them
+
+
 class Histogram:
     """Kueue's wait-time histogram. Observations are kept as they come (an append) and put in
     their buckets when the histogram is read, or every few thousand, in order: the same counts
@@ -311,7 +314,7 @@ class Histogram:
     def observe(self, value: float) -> None:
         waiting = self._waiting
         waiting.append(value)
-        if len(waiting) >= 4096:
+        if len(waiting) >= _SETTLE_EVERY:
             self._settle()
 
     def _settle(self) -> None:
@@ -589,12 +592,15 @@ class Projection:
         self.events += 1
         record_time = timestamp_ms * 1000
         self.event_time_us = record_time
-        rejections: list[Rejected] = []
-        evictions: dict[str, int] = _NO_EVICTIONS  # never written to (see _admission_check_state)
+        # Shared empty ones unless this event has some: neither is written to when empty.
+        rejections: list[Rejected] = _NO_REJECTIONS
+        evictions: dict[str, int] = _NO_EVICTIONS
         for d in decisions:
             dec = d.decision
             kind = type(dec)
             if kind is Rejected:
+                if rejections is _NO_REJECTIONS:
+                    rejections = []
                 rejections.append(dec)  # type: ignore[arg-type]
             elif kind is Evicted and dec.reason == reasons.ADMISSION_CHECK and dec.workload:  # type: ignore[union-attr]
                 if evictions is _NO_EVICTIONS:
@@ -1046,12 +1052,24 @@ class Projection:
     def _route_dirty(self) -> None:
         dirty = self._dirty
         workloads = self.workloads
+        local_queues = self.local_queues
+        cluster_queues = self.cluster_queues
         while dirty:
             keys = list(dirty)
             dirty.clear()
             for key in keys:
                 wv = workloads.get(key)
-                if wv is not None:
+                if wv is None:
+                    continue
+                # _route, with _target inline (once per submission: the hot case)
+                target = None
+                if wv.cluster_queue is None and wv.active:
+                    lq = local_queues.get(wv.lq)
+                    if lq is not None and lq.stop_policy == STOP_NONE:
+                        cq = cluster_queues.get(lq.cluster_queue)
+                        if cq is not None:
+                            target = cq.name
+                if target != wv.queued_in:
                     self._route(wv)
 
     def _route(self, wv: WorkloadView) -> None:
@@ -1171,10 +1189,20 @@ class Projection:
         hist = s.quota_reserved_wait
         if hist is None:
             hist = s.quota_reserved_wait = self.counters.quota_reserved_wait[s.key] = Histogram()
-        hist.observe(wait)
+        waiting = hist._waiting  # Histogram.observe, inline
+        waiting.append(wait)
+        if len(waiting) >= _SETTLE_EVERY:
+            hist._settle()
         if admitted:
             cq.admitted += 1
-            self._observe_admission(s, wait)
+            s.admitted += 1
+            hist = s.admission_wait
+            if hist is None:
+                hist = s.admission_wait = self.counters.admission_wait[s.key] = Histogram()
+            waiting = hist._waiting
+            waiting.append(wait)
+            if len(waiting) >= _SETTLE_EVERY:
+                hist._settle()
 
     def _observe_admission(self, s: QueueStats, wait: float) -> None:
         s.admitted += 1
@@ -1397,7 +1425,8 @@ class Projection:
         }
 
 
-_NO_EVICTIONS: dict[str, int] = {}
+_NO_EVICTIONS: dict[str, int] = {}  # (_admission_check_state only decrements a count it found)
+_NO_REJECTIONS: list[Rejected] = []  # (_rejected_by_name only deletes one it found)
 
 # Events whose whole effect on the views shows in their decisions (the handlers only validate).
 _DECIDED_BY_DECISIONS = frozenset(("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))
