@@ -27,7 +27,8 @@ Pending order is the engine's, and Kueue's: higher priority first, then earlier 
 check `Retry` moves it to the eviction time), then log position, then `namespace/name`. A pending
 workload waits in its ClusterQueue's queue when it is active, its LocalQueue exists and is not
 stopped, and the ClusterQueue exists and is not being deleted -- exactly when the engine queues it
-there. Positions are indexes in sorted lists, O(log n) per change.
+there. Positions are indexes in each queue's order, which is sorted when first read and then kept
+sorted (see `PendingQueue`).
 
 Time for metrics: the logs carry no wall clock except event `time` fields and record timestamps.
 An event's time is its `time` (inner events of a Batch inherit the Batch's), else the input
@@ -62,11 +63,11 @@ from domain.objects import (
 )
 from domain.timestamps import TimestampError, parse_time
 from domain.workload import WorkloadSpec, parse_workload
+from projections.records import FR as FR  # (re-exported, as DecisionRecord)
+from projections.records import DecisionRecord as DecisionRecord
 from projections.records import (
-    FR,
     KIND_NAMES,
     Admitted,
-    DecisionRecord,
     Deleted,
     Evicted,
     Finished,
@@ -78,8 +79,6 @@ from projections.records import (
     Rejected,
     usage_of,
 )
-
-__all__ = ["FR", "DecisionRecord", "Histogram", "Projection", "WorkloadView", "ClusterQueueView", "QueueKey"]
 
 LQKey = tuple[str, str]  # (namespace, name)
 OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)

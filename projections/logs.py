@@ -25,15 +25,14 @@ import contextlib
 import gc
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from projections.fold import Projection
-from projections.records import DecisionRecord, ProjectionError, decode_decision
+from projections.records import DecisionRecord as DecisionRecord  # (re-exported, as the three below)
+from projections.records import ProjectionError as ProjectionError
+from projections.records import decode_decision as decode_decision
 from streams.log import EventLog, Reader, Record, Topics
-
-__all__ = ["DecisionRecord", "Follower", "ProjectionError", "decode_decision", "rebuild"]
 
 
 def snapshot_offset(record: Record) -> int | None:

@@ -373,9 +373,15 @@ def check_against_engine(proj: Projection, engine: Engine, at: int) -> None:
         assert list(view.holders) == list(cq.admitted) or set(view.holders) == set(cq.admitted), where
         admitted = [k for k in cq.admitted if st.workloads[k].admission.admitted and not st.workloads[k].evicted]  # type: ignore[union-attr]
         assert view.admitted == len(admitted), f"{where}: admitted count of {name}"
+        in_use: dict[tuple[str, str], int] = {}
+        for k in admitted:
+            for fr, v in st.workloads[k].admission.usage.items():  # type: ignore[union-attr]
+                in_use[fr] = in_use.get(fr, 0) + v
+        assert view.usage == {fr: v for fr, v in in_use.items() if v}, f"{where}: usage of {name}"
     for key, ws in st.workloads.items():
         wv = proj.workloads[key]
         assert wv.priority == ws.priority, f"{where}: priority of {key}"
+        assert wv.spec == ws.spec, f"{where}: spec of {key}"
         assert wv.queue_time == ws.queue_time, f"{where}: queue time of {key}"
         assert wv.seq == ws.seq, where
         assert wv.active == ws.spec.active, f"{where}: active of {key}"

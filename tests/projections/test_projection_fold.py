@@ -14,6 +14,7 @@ from projection_harness import (
     applied,
     check_against_engine,
     cluster_queue,
+    decide,
     flavor,
     fold_lockstep,
     local_queue,
@@ -24,6 +25,7 @@ from projection_harness import (
 from domain.snapshot import dump
 from projections import views
 from projections.explain import why_pending
+from projections.fold import Projection
 from projections.metrics import exposition, registry_for
 
 _encode = msgspec.json.Encoder().encode
@@ -269,3 +271,65 @@ def test_memoized_parse_equals_parse_workload() -> None:
         assert parse_accepted_json(msgspec.json.encode(wl)) == expected
         checked += 1
     assert checked > 300
+
+
+def test_fold_reads_decisions_as_the_engine_decodes_them() -> None:
+    """The fold's own decision types accept exactly what the engine's decoder accepts, carry the
+    same fields, and give the quota an assignment holds; a record the engine cannot decode is
+    'Unknown' to the fold too (it changes nothing)."""
+    from domain.decisions import Admitted, QuotaReserved
+    from domain.decisions import decode as engine_decode
+    from projections.logs import decode_decision
+    from projections.records import assignment_usage
+
+    values = [v for group in decide(list(Generator(2).events(600))) for v in group]
+    held = 0
+    for i, value in enumerate(values):
+        engine = engine_decode(value)
+        rec = decode_decision(i, value)
+        assert rec.decision is not None and type(rec.decision).__name__ == type(engine).__name__
+        assert (rec.offset, rec.cause_offset, rec.cause_index, rec.value) == (i, engine.cause.offset, engine.cause.index, value)
+        mine = msgspec.json.decode(msgspec.json.encode(rec.decision))
+        theirs = msgspec.json.decode(msgspec.json.encode(engine))
+        theirs.setdefault("workload", None)  # (the engine's encoding omits it when absent)
+        if isinstance(engine, (Admitted, QuotaReserved)):
+            assert rec.usage == assignment_usage(engine.podSetAssignments)
+            held += 1
+        else:
+            assert rec.usage is None
+        assert mine == theirs
+    assert held > 50
+    # An assignment the engine's decoder refuses (count is not an integer): no decision, same cause.
+    bad = (b'{"type":"Admitted","workload":"ns/w","cause":{"offset":7,"index":1},"clusterQueue":"cq",'
+           b'"podSetAssignments":[{"name":"main","flavors":{"cpu":"f"},"resourceUsage":{"cpu":"1"},"count":"x"}]}')
+    with pytest.raises(msgspec.DecodeError):
+        engine_decode(bad)
+    rec = decode_decision(3, bad)
+    assert (rec.decision, rec.cause_offset, rec.cause_index, rec.usage) == (None, 7, 1, None)
+    proj = Projection()
+    proj.apply(0, b"{}", [rec])
+    assert proj.counters.decisions == {"Unknown": 1}
+
+
+def test_histogram_settles_as_if_bucketed_at_once() -> None:
+    """Wait times are bucketed when read (and every few thousand): the same buckets, count and
+    floating-point sum as bucketing each observation when it comes."""
+    import bisect
+    import random
+
+    from projections.fold import WAIT_BUCKETS, Histogram
+
+    rng = random.Random(7)
+    h = Histogram()
+    buckets = [0] * len(WAIT_BUCKETS)
+    total = 0.0
+    for n in range(10_000):
+        value = rng.choice((0.0, 1.0, 2.5, rng.expovariate(0.01), rng.uniform(0, 1e6)))
+        h.observe(value)
+        i = bisect.bisect_left(WAIT_BUCKETS, value)
+        if i < len(buckets):
+            buckets[i] += 1
+        total += value
+        if n in (0, 4095, 4096, 7000):  # reading in between changes nothing
+            assert (h.count, h.buckets, h.sum) == (n + 1, buckets, total)
+    assert (h.count, h.buckets, h.sum) == (10_000, buckets, total)
