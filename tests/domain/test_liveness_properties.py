@@ -2,7 +2,8 @@
 
 The safety properties (test_engine_properties.py) hold for an engine that admits nothing. This
 one catches the opposite bug, a queue that stays asleep: after a random stream (the same
-configurations and streams, with some ClusterQueues StrictFIFO), every admitted workload is
+configurations and streams, and busy cohorts with borrowing and lending limits, with some
+ClusterQueues StrictFIFO), every admitted workload is
 finished, again and again, until nothing holds quota. Then, for every workload still pending:
 
 * in a BestEffortFIFO queue, a fresh engine with the same configuration, given that workload
@@ -21,6 +22,7 @@ from test_engine_properties import (
     Config,
     Expect,
     Model,
+    cohort_configs,
     configs,
     decisions_of,
     setup_events,
@@ -63,7 +65,7 @@ def admitted_alone(config: list[dict[str, Any]], workload: dict[str, Any]) -> bo
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(config=configs(), ops=streams(max_delta_low=-2), strict_mask=st.integers(0, 15))
+@given(config=configs() | cohort_configs(), ops=streams(max_delta_low=-2), strict_mask=st.integers(0, 15))
 def test_a_drained_cluster_leaves_no_workload_waiting_for_quota(config: Config, ops: list[Any], strict_mask: int) -> None:
     strict = frozenset(cq.name for i, cq in enumerate(config.queues) if strict_mask >> i & 1)
     engine = Engine()
