@@ -3,8 +3,8 @@
 The safety properties (test_engine_properties.py) hold for an engine that admits nothing. This
 one catches the opposite bug, a queue that stays asleep: after a random stream (the same
 configurations and streams, and busy cohorts with borrowing and lending limits, with some
-ClusterQueues StrictFIFO), every admitted workload is
-finished, again and again, until nothing holds quota. Then, for every workload still pending:
+ClusterQueues StrictFIFO), every admitted workload is finished, again and again, until nothing
+holds quota. Then, for every workload still pending:
 
 * in a BestEffortFIFO queue, a fresh engine with the same configuration, given that workload
   alone, must not admit it either: the drained engine had the whole cluster for it;
@@ -31,8 +31,6 @@ from test_engine_properties import (
 )
 
 from domain.engine import Engine
-
-QUOTA_REASONS = ("WaitingForQuota", "WaitingForPreemptedWorkloads")
 
 
 def with_strategies(events: list[dict[str, Any]], strict: frozenset[str]) -> list[dict[str, Any]]:
