@@ -19,6 +19,8 @@ rebuilt ONLY from the decisions (never from engine state) is checked after every
 4. Usage limits hold after every event, counting evicted-but-not-released workloads as holding
    quota: nominal + borrowingLimit per ClusterQueue, the cohort's lendable total (lending
    limits), nominal for a ClusterQueue without cohort.
+5. Liveness: after draining (every eviction released, every admitted workload finished, until
+   nothing holds quota), no workload still waits that an empty cluster admits when alone.
 
 The quota formulas in this module are written out independently of domain/quota.py, for
 one-level cohorts, from Kueue's pkg/cache/scheduler/resource_node.go.
@@ -328,7 +330,7 @@ def apply_bounded(engine: Engine, event: dict[str, Any], offset: int) -> list[di
         signal.signal(signal.SIGALRM, previous)
 
 
-def run(data: st.DataObject, steps: int, fit: bool = False, sticky: bool = False) -> None:
+def run(data: st.DataObject, steps: int, fit: bool = False, sticky: bool = False, drain: bool = False) -> None:
     layout = data.draw(layouts(), label="layout")
     engine = Engine()
     log: list[dict[str, Any]] = []
@@ -342,6 +344,8 @@ def run(data: st.DataObject, steps: int, fit: bool = False, sticky: bool = False
 
     try:
         _drive(data, layout, apply, steps, fit, sticky)
+        if drain:
+            _drain_and_check(engine, apply, log)
     except AssertionError as exc:
         # A replayable input log beats a shrunk draw list: `quotaflow replay FILE`.
         fd, path = tempfile.mkstemp(prefix="preemption-counterexample-", suffix=".jsonl")
@@ -399,6 +403,40 @@ def _drive(data: st.DataObject, layout: Layout, apply: Any, steps: int, fit: boo
         offset += 1
 
 
+def _drain_and_check(engine: Engine, apply: Any, log: list[dict[str, Any]]) -> None:
+    """Property 5 (liveness): release every evicted workload and finish every admitted one,
+    again and again, until nothing holds quota; then nothing may still be pending that a fresh
+    engine with the same configuration admits when given it alone."""
+    config = [e for e in log if e["type"] == "ConfigApplied"]
+    state = engine.state
+    for _round in range(len(state.workloads) + 1):
+        holding = sorted(k for k, ws in state.workloads.items() if ws.admission is not None)
+        if not holding:
+            break
+        for key in holding:
+            ws = state.workloads.get(key)
+            if ws is None or ws.admission is None:
+                continue  # gone, or released, by an earlier event of this round
+            ns, name = key.split("/")
+            kind = "WorkloadReleased" if ws.evicted else "WorkloadFinished"
+            apply({"type": kind, "namespace": ns, "name": name})
+    assert all(ws.admission is None for ws in state.workloads.values()), "draining never ends"
+    submitted = {
+        f"{e['workload']['metadata']['namespace']}/{e['workload']['metadata']['name']}": e["workload"]
+        for e in log if e["type"] in ("WorkloadSubmitted", "WorkloadUpdated")
+    }
+    for key, ws in sorted(state.workloads.items()):
+        if not ws.queued:
+            continue
+        alone = Engine()
+        for offset, event in enumerate(config):
+            alone.apply(event, offset)
+        decisions = alone.apply({"type": "WorkloadSubmitted", "workload": submitted[key]}, len(config))
+        assert not any(type(d).__name__ == "Admitted" for d in decisions), (
+            f"drained cluster: {key} still waits ({ws.last_status}) but is admitted when alone"
+        )
+
+
 # No shrinking: a failure is reported with its whole input log (see run), and shrinking long
 # engine streams takes minutes.
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
@@ -438,6 +476,15 @@ def test_preemptor_keeps_its_room_until_admitted(data: st.DataObject) -> None:
     admitted while it waits for its victims (Kueue: pkg/cache/queue/cluster_queue.go,
     requeueIfNotPresent marks it the sticky preemptor; baseCompareFunc keeps it at the head)."""
     run(data, steps=45, sticky=True)
+
+
+@bounded(60)
+@given(st.data())
+def test_a_drained_cluster_leaves_nothing_waiting(data: st.DataObject) -> None:
+    """Property 5 (with 0, 1 and 4): once every eviction is released and every admitted
+    workload finished, no pending workload could have been admitted alone (no queue sleeps
+    through the releases)."""
+    run(data, steps=45, drain=True)
 
 
 def test_immediate_release_preemption_cycle_terminates() -> None:
