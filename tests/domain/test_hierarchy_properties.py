@@ -536,6 +536,46 @@ def test_every_input_event_settles(tree: Tree, ops_: list[Any]) -> None:
         pass
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tree=trees(), ops_=ops(submits=8, releases=3, finishes=2, deletes=1, min_size=20, max_size=60))
+def test_a_drained_tree_leaves_nothing_waiting(tree: Tree, ops_: list[Any]) -> None:
+    """Liveness, in cohort trees under either policy: release every eviction and finish every
+    admission until nothing holds quota; then no workload still waits that a fresh engine with
+    the same tree admits when given it alone."""
+    engine = Engine()
+    submitted: dict[str, dict[str, Any]] = {}
+    for engine, _ledger, event, _decisions, _where in replay(tree, ops_, engine):
+        if event["type"] == "WorkloadSubmitted":
+            meta = event["workload"]["metadata"]
+            submitted[f"{meta['namespace']}/{meta['name']}"] = event["workload"]
+    offset = 10**6  # past the stream; offsets only need to grow
+    state = engine.state
+    for _round in range(len(submitted) + 1):
+        holding = sorted(k for k, ws in state.workloads.items() if ws.admission is not None)
+        if not holding:
+            break
+        for key in holding:
+            ws = state.workloads.get(key)
+            if ws is None or ws.admission is None:
+                continue
+            ns, name = key.split("/", 1)
+            kind = "WorkloadReleased" if ws.evicted else "WorkloadFinished"
+            decisions_of(engine, {"type": kind, "namespace": ns, "name": name}, offset)
+            offset += 1
+    assert all(ws.admission is None for ws in state.workloads.values()), "draining never ends"
+    setup = setup_events(tree)
+    for key, ws in sorted(state.workloads.items()):
+        if not ws.queued:
+            continue
+        alone = Engine()
+        for i, event in enumerate(setup):
+            alone.apply(event, i)
+        decisions = decisions_of(alone, {"type": "WorkloadSubmitted", "workload": submitted[key]}, len(setup))
+        assert not any(d["type"] == "Admitted" for d in decisions), (
+            f"drained tree: {key} still waits ({ws.last_status}) but is admitted when alone"
+        )
+
+
 def test_formulas_match_the_documented_example() -> None:
     """Kueue's docs (kueue-semantics.md §2.4-9): A(nominal 9, borrowingLimit 1) + B(nominal 12)
     in one cohort: A can use up to 10, B up to 21; with B lendingLimit 1 instead, the cohort's
