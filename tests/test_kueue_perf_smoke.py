@@ -135,6 +135,11 @@ def test_executor_finishes_after_runtime_and_restarts_a_preempted_workload() -> 
     assert ex.pop_due(2300) == [{"type": "WorkloadFinished", "namespace": "ns", "name": "a"}]
     assert (ex.finishes_sent, ex.releases_sent) == (2, 1)
     assert ex.idle
+    late = Executor({"ns/a": 300}, latency_ms=40)  # sees every decision 40 ms after it was taken
+    late.on_decision(_admitted("ns/a"), 1000)
+    assert late.next_due() == 1340
+    late.on_decision(Preempted(workload="ns/a", cause=Cause(1, 0), preemptor="ns/b", reason="InClusterQueue", message=""), 1100)
+    assert late.pop_due(1139) == [] and late.pop_due(1140) == [{"type": "WorkloadReleased", "namespace": "ns", "name": "a"}]
 
 
 @pytest.mark.parametrize("batch", [True, False])
@@ -179,3 +184,14 @@ def test_batches_split_only_between_cohorts_and_keep_the_order_within_one(tiny: 
     out = list(Batcher(tiny, limit=10)(events))
     assert [len(b["events"]) for b in out] == [10, 7, 10, 8]
     assert [e for b in out for e in b["events"]] == per_cohort["team-0"] + per_cohort["team-1"]
+
+
+def test_runner_latency_delays_every_reaction_of_the_mini_run() -> None:
+    # The runner sees each decision 100 ms late: b preempts a0 and a1 at 2.5 s, the runner releases
+    # them at 2.6 s and b is admitted then; b's admission is seen at 2.7 s, so b finishes at 3.7 s,
+    # when a0 and a1 are readmitted; seen at 3.8 s, they finish at 6.8 s.
+    s = virtual.run(generator.generate(config.load("mini")), latency_ms=100).summary
+    assert s.complete and s.wall_ms == 6800
+    a, b = s.workload_classes["a"], s.workload_classes["b"]
+    assert b.avg_time_to_admission_ms == 100
+    assert a.avg_time_to_admission_ms == ((3700 - 1000) + (3700 - 2000)) / 2
