@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", action="append", help="baseline, large-scale or a path (repeatable; default baseline)")
     p.add_argument("--mode", choices=("virtual", "real", "both"), default="virtual")
-    p.add_argument("--time-scale", type=float, default=1.0, help="real time: run the schedule this many times faster (< 1 is faster)")
+    p.add_argument("--time-scale", type=float, default=1.0, help="real time: multiply every interval and runtime by this on the wall clock (0.25: 4x faster); figures are reported in scenario time")
     p.add_argument("--latency-ms", type=float, default=0.0,
                    help="virtual time: the executor sees each decision this much later (a model of the real-time round trip)")
     p.add_argument("--no-batch", action="store_true", help="send simultaneous events one by one instead of as one Batch")
