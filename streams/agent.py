@@ -43,7 +43,22 @@ Snapshots are taken every `snapshot_every_events` processed events or `snapshot_
 
 Logs (structlog, JSON): `input event` and `decision` per input event and per decision at debug,
 with offsets (the decision log already holds every decision: repeating each one at info would
-cost the agent about as much CPU as the rest of its shell); `recovered`, `snapshot`, `standby`, `active` and failures at info/warning.
+cost the agent about as much CPU as the rest of its shell); `recovered`, `snapshot`, `standby`, `active`,
+`engine process` (its pid) and failures at info/warning.
+
+## The engine in a process of its own (`engine_process`, the default with two or more cores)
+
+The engine can run in a child process (`streams/engine_host.py`, `streams/engine_child.py`) fed
+whole batches of raw input values, answering with encoded decision payloads (and snapshot
+chunks), so that while it folds batch N this process commits batch N-1 and reads batch N+1: the
+engine's CPU and the shell's overlap instead of adding up. Nothing above changes: the child is
+part of the engine state that is never trusted past a failure. Recovery restores the snapshot
+into the child, folds S+1..P there without emitting and checks the last decision; the child's
+state runs ahead of what is committed, which is harmless because progress is read from the
+output. If the child dies, that is one more error of unknown outcome (close the writer,
+acquire, recover with a new child); if the agent dies, the child dies with it (the kernel's
+parent-death signal, and end-of-file on its input). If the engine raises, the child says so and
+the agent stops with `EngineFailure`, as in-process.
 """
 
 from __future__ import annotations
@@ -59,12 +74,17 @@ from typing import Any, TypeVar
 import msgspec
 import structlog
 
-from domain.decisions import Cause, Decision, encode
-from domain.engine import Engine
-from streams.envelope import agent_source, ce_type, decision_message, now_rfc3339
-from streams.log import EventLog, Fenced, LogError, LogUnavailable, Message, Record, Topics
-from streams.settings import DEFAULT_MAX_BATCH, DEFAULT_SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_INTERVAL_S
-from streams.snapshots import SnapshotUnusable, load_latest, snapshot_messages
+from domain.decisions import Cause
+from streams.engine_host import Batch, ChildEngine, EngineFailure, EngineHost, EngineProcessDied, LocalEngine, Shell
+from streams.envelope import agent_source, ce_type, now_rfc3339
+from streams.log import EventLog, Fenced, LogError, LogUnavailable, Record, Topics
+from streams.settings import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_SNAPSHOT_EVERY,
+    DEFAULT_SNAPSHOT_INTERVAL_S,
+    default_engine_process,
+)
+from streams.snapshots import SnapshotUnusable, chunk_messages, read_latest
 
 T = TypeVar("T")
 
@@ -73,8 +93,7 @@ class Nondeterminism(LogError):
     """Folding the input log again did not reproduce the decision log: refuse to go on."""
 
 
-class EngineFailure(RuntimeError):
-    """The engine raised (it must not, whatever the input): a bug, not a transient error."""
+__all__ = ["Agent", "AgentConfig", "AgentStatus", "EngineFailure", "Nondeterminism", "cause_of"]
 
 
 class _CauseOnly(msgspec.Struct):
@@ -103,6 +122,8 @@ class AgentConfig:
     retry_backoff: float = 0.5
     max_retry_backoff: float = 10.0
     operation_timeout: float = 60.0  # topic setup and recovery reads; past it: retry
+    # The engine in a child process, pipelined with the shell (streams/engine_host.py).
+    engine_process: bool = field(default_factory=default_engine_process)
 
     @property
     def writer_name(self) -> str:
@@ -122,19 +143,20 @@ class AgentStatus:
     recoveries: int = 0
     last_recovery: dict[str, Any] = field(default_factory=dict)
     last_error: str | None = None
+    engine_pid: int | None = None  # the engine process, when the engine runs in one
 
 
 @dataclass
-class _Batch:
-    """One batch of live input events and what it writes, in one transaction."""
+class _Step:
+    """One batch handed to the engine; collected in the order handed over."""
 
-    out: list[tuple[str, Message]] = field(default_factory=list)
-    decided: list[Decision] = field(default_factory=list)  # only when they are logged
-    decisions: int = 0
-    events: int = 0  # live events folded
+    result: Awaitable[Any] | None  # fold: list[bytes] | None (to verify); apply: Batch
+    live: bool = False  # an apply: its Batch is committed
+    events: int = 0  # live events in it
     last: int = -1  # offset of the last live event (-1: none)
     snapshot_at: int | None = None
-    snapshot_chunks: int = 0
+    recovered: bool = False  # reading went past the recovery point with this batch
+    release: bool = False  # the last step of one read: frees its read slot
 
 
 def _enabled(log: Any, level: int) -> bool:
@@ -153,6 +175,7 @@ class Agent:
         self._source = agent_source(self.topics.input)
         self._source_header = self._source.encode()
         self._log: Any = structlog.get_logger("quotaflow.agent")
+        self._recoveries_done = 0
 
     # -- control ---------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -200,6 +223,7 @@ class Agent:
         topics_ready = False
         try:
             while not self.stopping:
+                recovered = self._recoveries_done
                 writer = self.log.writer(cfg.writer_name, standby_topic=self.topics.input if cfg.standby else None)
                 try:
                     if not topics_ready:  # inside the retry loop: the broker may not be up yet
@@ -228,12 +252,16 @@ class Agent:
                     self._retrying("log unavailable", exc)
                 except LogError:
                     raise
+                except EngineProcessDied as exc:
+                    self._retrying("engine process died", exc)
                 except Exception as exc:  # a broker restart, a timeout, a lost connection, ...
                     self._retrying("error", exc)
                 finally:
                     with contextlib.suppress(Exception):
                         await writer.close()
                 if not self.stopping:
+                    if self._recoveries_done > recovered:
+                        backoff = cfg.retry_backoff  # it had recovered: a new failure, not a repeated one
                     await self._unless_stopped(asyncio.sleep(backoff))
                     backoff = min(backoff * 2, cfg.max_retry_backoff)
         finally:
@@ -245,23 +273,23 @@ class Agent:
         self.status.last_error = f"{what}: {exc!r}"
         self._log.warning(what, error=repr(exc))
 
-    async def _recover(self) -> tuple[Engine, int, int, Record | None]:
-        """(engine, first offset to fold, last processed offset P, last decision record)."""
+    async def _recover(self, engine: EngineHost) -> tuple[int, int, Record | None]:
+        """Restore `engine`; (first offset to fold, last processed offset P, last decision record)."""
         topics = self.topics
         began = time.monotonic()
         last = await self.log.read_last(topics.decisions, 1)
         last_decision = last[0] if last else None
         decided_upto = cause_of(last_decision).offset if last_decision else -1
         try:
-            restored = await load_latest(self.log, topics.snapshots)
+            stored = await read_latest(self.log, topics.snapshots)
+            await engine.restore(stored)
         except SnapshotUnusable as exc:
             # Without it, events after the last decision that decided nothing are folded again
             # from offset 0 and decide nothing again: slower, still exact.
             self._log.warning("snapshot unusable; folding the input log from 0", error=str(exc))
-            restored = None
-        engine, start, restored_from = Engine(), 0, None
-        if restored is not None:
-            engine, start, restored_from = restored.engine, restored.offset + 1, restored.offset
+            stored = None
+            await engine.restore(None)
+        start, restored_from = (0, None) if stored is None else (stored.offset + 1, stored.offset)
         processed = max(decided_upto, -1 if restored_from is None else restored_from)
         input_end = await self.log.end_offset(topics.input)
         if processed >= input_end:
@@ -278,131 +306,208 @@ class Agent:
             "read_s": round(time.monotonic() - began, 3),
         }
         self.status.last_snapshot_offset = restored_from
-        return engine, start, processed, last_decision
+        return start, processed, last_decision
+
+    async def _engine(self, shell: Shell) -> EngineHost:
+        if not self.config.engine_process:
+            self.status.engine_pid = None
+            return LocalEngine(shell)
+        engine = await ChildEngine.start(shell)
+        self.status.engine_pid = engine.pid
+        self._log.info("engine process", pid=engine.pid)
+        return engine
 
     async def _serve(self, writer: Any) -> None:
         cfg, topics, log = self.config, self.topics, self._log
         self.status.role = "recovering"
         began = time.monotonic()
-        engine, start, processed, last_decision = await asyncio.wait_for(self._recover(), cfg.operation_timeout)
-        verify_at = cause_of(last_decision).offset if last_decision is not None else -1
-        self.status.processed = processed
-        self.status.position = processed + 1
-        await self._notify()
-        since_snapshot = processed - (self.status.last_snapshot_offset if self.status.last_snapshot_offset is not None else -1)
-        last_snapshot_time = time.monotonic()
-        replaying = start <= processed
-        if not replaying:
-            self._recovered(log, began)
-        decisions_topic = topics.decisions
-        source = self._source_header
-        apply = engine.apply
-        debug = _enabled(log, logging.DEBUG)
         # Per-decision log lines are built at commit time only when someone will read them.
-        keep_decided = debug
+        shell = Shell(topics.decisions, self._source_header, keep_decided=_enabled(log, logging.DEBUG))
+        engine = await self._engine(shell)
+        try:
+            start, processed, last_decision = await asyncio.wait_for(self._recover(engine), cfg.operation_timeout)
+            self.status.processed = processed
+            self.status.position = processed + 1
+            await self._notify()
+            if start > processed:
+                self._recovered(log, began)
+            async with await self.log.reader(topics.input, start) as reader:
+                await self._pipeline(writer, reader, engine, processed, last_decision, began)
+        finally:
+            await engine.close()
 
-        folded = processed  # the last input offset folded into `engine`
+    async def _pipeline(
+        self, writer: Any, reader: Any, engine: EngineHost, processed: int, last_decision: Record | None, began: float
+    ) -> None:
+        """Read batches and hand them to the engine (`_feed`, a task) while the results come
+        back in order and are committed here, one transaction at a time. With the engine in its
+        own process, it folds batch N while this process commits N-1 and reads N+1."""
+        steps: asyncio.Queue[_Step | BaseException | None] = asyncio.Queue()
+        slots = asyncio.Semaphore(engine.depth)  # reads handed over and not yet collected
+        feeder = asyncio.create_task(self._feed(writer, reader, engine, processed, last_decision, steps, slots))
         inflight: asyncio.Task[None] | None = None  # the previous batch's commit
-        async with await self.log.reader(topics.input, start) as reader:
-            try:
-                while not self.stopping:
-                    if not writer.active:
-                        raise Fenced("lost the active role")
-                    done, got = await self._unless_stopped(reader.read(limit=cfg.max_batch, timeout=cfg.poll_timeout))
-                    if not done:
-                        break
-                    records: list[Record] = got or []
-                    batch = _Batch()
-                    now = now_rfc3339().encode()
-                    out = batch.out
-                    for n, record in enumerate(records):
-                        if n % 256 == 255:
-                            await asyncio.sleep(0)  # let the previous batch's commit make progress
-                        offset = record.offset
-                        try:
-                            decisions = apply(record.value or b"", offset)
-                        except Exception as exc:
-                            raise EngineFailure(f"engine raised on input offset {offset}: {exc!r}") from exc
-                        if offset <= processed:
-                            if offset == verify_at:
-                                self._verify(decisions, last_decision)
-                            continue
-                        if debug:
-                            log.debug("input event", offset=offset, type=ce_type(record), key=record.key)
-                        for decision in decisions:
-                            out.append((decisions_topic, decision_message(decision, encode(decision), source=source, time=now)))
-                        if keep_decided:
-                            batch.decided.extend(decisions)
-                        batch.decisions += len(decisions)
-                        batch.events += 1
-                        batch.last = offset
-                    if records:
-                        folded = records[-1].offset
-                    if replaying and reader.position > processed:
-                        replaying = False
-                        self._recovered(log, began)
-                    since_snapshot += batch.events
-                    if since_snapshot > 0 and not replaying and (
-                        since_snapshot >= cfg.snapshot_every_events
-                        or time.monotonic() - last_snapshot_time >= cfg.snapshot_every_seconds
-                    ):
-                        batch.snapshot_at = folded
-                        snap = snapshot_messages(engine, folded, source=self._source)
-                        batch.snapshot_chunks = len(snap)
-                        batch.out.extend((topics.snapshots, m) for m in snap)
-                        since_snapshot = 0
-                        last_snapshot_time = time.monotonic()
-                    if batch.last < 0 and batch.snapshot_at is None:
-                        continue  # nothing new: no transaction, nothing to record
+        log = self._log
+        try:
+            while True:
+                step = await steps.get()
+                if step is None:
+                    break
+                if isinstance(step, BaseException):
+                    raise step
+                result = await step.result if step.result is not None else None
+                if step.release:
+                    slots.release()
+                if not step.live:
+                    if result is not None:
+                        self._verify(result, last_decision)
+                if step.recovered:
+                    self._recovered(log, began)
+                if step.live:
                     # Transactions stay strictly ordered: this batch's commit starts when the
                     # previous one is done, and meanwhile the next batch is read and folded.
                     if inflight is not None:
                         await inflight
-                    inflight = asyncio.create_task(self._commit(writer, batch, log))
-                if inflight is not None:
+                    inflight = asyncio.create_task(self._commit(writer, result, step, log))
+            if inflight is not None:
+                await inflight
+        finally:
+            feeder.cancel()
+            with contextlib.suppress(BaseException):
+                await feeder
+            while not steps.empty():  # handed over, never collected: the engine's state goes too
+                left = steps.get_nowait()
+                if isinstance(left, _Step) and asyncio.iscoroutine(left.result):
+                    left.result.close()
+            if inflight is not None and not inflight.done():
+                inflight.cancel()
+                with contextlib.suppress(BaseException):
                     await inflight
-            finally:
-                if inflight is not None and not inflight.done():
-                    inflight.cancel()
-                    with contextlib.suppress(BaseException):
-                        await inflight
 
-    async def _commit(self, writer: Any, batch: _Batch, log: Any) -> None:
-        offsets = await writer.commit(batch.out) if batch.out else []
+    async def _feed(
+        self,
+        writer: Any,
+        reader: Any,
+        engine: EngineHost,
+        processed: int,
+        last_decision: Record | None,
+        steps: asyncio.Queue[_Step | BaseException | None],
+        slots: asyncio.Semaphore,
+    ) -> None:
+        cfg, log = self.config, self._log
+        debug = _enabled(log, logging.DEBUG)
+        verify_at = cause_of(last_decision).offset if last_decision is not None else -1
+        replaying = reader.position <= processed
+        last_snap = self.status.last_snapshot_offset
+        since_snapshot = processed - (last_snap if last_snap is not None else -1)
+        last_snapshot_time = time.monotonic()
+        folded = processed  # the last input offset handed to the engine
+        try:
+            while not self.stopping:
+                if not writer.active:
+                    raise Fenced("lost the active role")
+                engine.check()
+                await slots.acquire()
+                done, got = await self._unless_stopped(reader.read(limit=cfg.max_batch, timeout=cfg.poll_timeout))
+                if not done:
+                    break
+                records: list[Record] = got or []
+                handed: list[_Step] = []
+                live = records
+                if replaying:
+                    split = 0
+                    while split < len(records) and records[split].offset <= processed:
+                        split += 1
+                    if split:
+                        handed.append(_Step(engine.fold(records[:split], verify_at)))
+                    live = records[split:]
+                if records:
+                    folded = records[-1].offset
+                recovered = replaying and reader.position > processed
+                if recovered:
+                    replaying = False
+                since_snapshot += len(live)
+                snapshot = (
+                    since_snapshot > 0
+                    and not replaying
+                    and (
+                        since_snapshot >= cfg.snapshot_every_events
+                        or time.monotonic() - last_snapshot_time >= cfg.snapshot_every_seconds
+                    )
+                )
+                if debug:
+                    for record in live:
+                        log.debug("input event", offset=record.offset, type=ce_type(record), key=record.key)
+                if live or snapshot:
+                    handed.append(
+                        _Step(
+                            engine.apply(live, snapshot=snapshot, time=now_rfc3339().encode()),
+                            live=True,
+                            events=len(live),
+                            last=live[-1].offset if live else -1,
+                            snapshot_at=folded if snapshot else None,
+                        )
+                    )
+                if snapshot:
+                    since_snapshot = 0
+                    last_snapshot_time = time.monotonic()
+                if not handed:
+                    if not recovered:
+                        slots.release()
+                        continue
+                    handed.append(_Step(None))
+                handed[-1].recovered = recovered
+                handed[-1].release = True
+                for step in handed:
+                    steps.put_nowait(step)
+            steps.put_nowait(None)
+        except BaseException as exc:
+            steps.put_nowait(exc)
+            raise
+
+    async def _commit(self, writer: Any, batch: Batch, step: _Step, log: Any) -> None:
+        out = batch.out
+        chunks = 0
+        if batch.snapshot is not None and step.snapshot_at is not None:
+            snap = chunk_messages(batch.snapshot, step.snapshot_at, source=self._source)
+            chunks = len(snap)
+            out.extend((self.topics.snapshots, m) for m in snap)
+        offsets = await writer.commit(out) if out else []
         status = self.status
-        if batch.out:
+        if out:
             status.transactions += 1
-        for decision, offset in zip(batch.decided, offsets, strict=False):
+        for (kind, workload, cause_offset, cause_index), offset in zip(batch.decided, offsets, strict=False):
             log.debug(
                 "decision",
-                type=type(decision).__name__,
-                workload=decision.workload,
-                cause_offset=decision.cause.offset,
-                cause_index=decision.cause.index,
+                type=kind,
+                workload=workload,
+                cause_offset=cause_offset,
+                cause_index=cause_index,
                 offset=offset,
             )
         status.decisions += batch.decisions
-        if batch.snapshot_at is not None:
-            status.last_snapshot_offset = batch.snapshot_at
+        if step.snapshot_at is not None:
+            status.last_snapshot_offset = step.snapshot_at
             status.snapshots += 1
-            log.info("snapshot", offset=batch.snapshot_at, chunks=batch.snapshot_chunks)
-        if batch.last >= 0:
-            status.events += batch.events
-            status.processed = batch.last
-            status.position = batch.last + 1
+            log.info("snapshot", offset=step.snapshot_at, chunks=chunks)
+        if step.last >= 0:
+            status.events += step.events
+            status.processed = step.last
+            status.position = step.last + 1
             await self._notify()
 
     def _recovered(self, log: Any, began: float) -> None:
+        self._recoveries_done += 1
         self.status.role = "active"
         self.status.last_recovery["total_s"] = round(time.monotonic() - began, 3)
         log.info("recovered", **self.status.last_recovery)
 
-    def _verify(self, decisions: list[Decision], last: Record | None) -> None:
+    def _verify(self, decisions: list[bytes], last: Record | None) -> None:
+        """`decisions`: the encoded decisions the engine gave again for the last decision's cause."""
         if last is None:
             return
         stored = last.value or b""
         cause = cause_of(last)
-        again = encode(decisions[-1]) if decisions else b"(no decision)"
+        again = decisions[-1] if decisions else b"(no decision)"
         if len(decisions) != cause.index + 1 or again != stored:
             raise Nondeterminism(
                 f"folding input offset {cause.offset} again gave {len(decisions)} decision(s) ending in "

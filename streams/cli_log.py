@@ -190,6 +190,14 @@ def register(app: typer.Typer) -> None:
         max_batch: int = typer.Option(
             defaults.DEFAULT_MAX_BATCH, envvar=defaults.ENV_MAX_BATCH, help="at most this many input events per transaction"
         ),
+        engine_process: bool | None = typer.Option(
+            None,
+            "--engine-process/--no-engine-process",
+            envvar=defaults.ENV_ENGINE_PROCESS,
+            help="run the engine in a child process, pipelined with reading and committing "
+            "(default: on with 2 or more cores)",
+            show_default=False,
+        ),
     ) -> None:
         """Run the agent: input log -> engine -> decision log, exactly once, until stopped."""
         import os
@@ -215,6 +223,7 @@ def register(app: typer.Typer) -> None:
             snapshot_every_seconds=snapshot_interval,
             standby=standby,
             max_batch=max_batch,
+            engine_process=defaults.default_engine_process() if engine_process is None else engine_process,
         )
         runner = Agent(log, config)
         if url.scheme == "kafka":

@@ -152,6 +152,30 @@ def decision_message(decision: Decision, value: bytes, *, source: str | bytes, t
     return Message(value, None, (*head, _CONTENT_TYPE))
 
 
+_decision_types_by_name: dict[str, tuple[str, bytes]] = {}
+
+
+def decision_message_of(
+    type_name: str, workload: str | None, offset: int, index: int, value: bytes, *, source: bytes, time: bytes
+) -> Message:
+    """`decision_message` from a decision's parts, for a shell that holds only its encoded bytes
+    (the engine runs in another process: `streams.engine_host`). Same headers, same key."""
+    ce_type_header = _decision_types_by_name.get(type_name)
+    if ce_type_header is None:
+        ce_type_header = _decision_types_by_name[type_name] = ("ce_type", (DECISION_TYPE_PREFIX + type_name).encode())
+    head = (
+        _SPEC,
+        ce_type_header,
+        ("ce_id", b"%d.%d" % (offset, index)),
+        ("ce_time", time),
+        ("ce_source", source),
+    )
+    if workload:
+        key = workload.encode()
+        return Message(value, key, (*head, ("ce_subject", key), _CONTENT_TYPE))
+    return Message(value, None, (*head, _CONTENT_TYPE))
+
+
 def agent_source(input_topic: str) -> str:
     return f"/quotaflow/agent/{input_topic}"
 

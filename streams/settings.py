@@ -35,8 +35,31 @@ ENV_SNAPSHOT_INTERVAL = "QUOTAFLOW_SNAPSHOT_INTERVAL"
 ENV_LOG_LEVEL = "QUOTAFLOW_LOG_LEVEL"
 ENV_AGENT_NAME = "QUOTAFLOW_AGENT_NAME"
 ENV_MAX_BATCH = "QUOTAFLOW_MAX_BATCH"
+# The engine in a child process of the agent, pipelined with the shell (streams/engine_host.py).
+ENV_ENGINE_PROCESS = "QUOTAFLOW_ENGINE_PROCESS"
 # Test-only: turns "no Kafka broker available" from a skip into a failure.
 ENV_REQUIRE_KAFKA = "QUOTAFLOW_REQUIRE_KAFKA"
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def default_engine_process(environ: Mapping[str, str] | None = None) -> bool:
+    """$QUOTAFLOW_ENGINE_PROCESS if set (1/0, true/false, on/off); otherwise the agent's engine
+    runs in a process of its own when there is a second core for it: the engine's and the
+    shell's CPU then overlap (bench/agent.md); on one core it would only add the pipe's cost."""
+    raw = (os.environ if environ is None else environ).get(ENV_ENGINE_PROCESS, "").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    if raw:
+        raise ValueError(f"${ENV_ENGINE_PROCESS}={raw!r}: expected 1/0, true/false, yes/no or on/off")
+    return usable_cores() >= 2
 
 
 def split_host_port(address: str) -> tuple[str, int]:

@@ -44,11 +44,20 @@ class Restored:
     size: int  # compressed bytes
 
 
-def snapshot_messages(engine: Engine, offset: int, *, source: str) -> list[Message]:
+def snapshot_data(engine: Engine) -> list[bytes]:
+    """The engine's state as snapshot chunks (compressed, cut): what the snapshot records carry."""
     from domain.snapshot import dump
 
     data = zlib.compress(dump(engine), 1)
-    chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+    return [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+
+
+def snapshot_messages(engine: Engine, offset: int, *, source: str) -> list[Message]:
+    return chunk_messages(snapshot_data(engine), offset, source=source)
+
+
+def chunk_messages(chunks: list[bytes], offset: int, *, source: str) -> list[Message]:
+    """Snapshot chunks (`snapshot_data`) taken right after input `offset`, as log messages."""
     time = now_rfc3339().encode()
     out = []
     for i, chunk in enumerate(chunks):
@@ -78,10 +87,16 @@ def _int_header(record: Record, name: str) -> int:
         raise SnapshotUnusable(f"snapshot record at offset {record.offset}: bad {name} {raw!r}") from None
 
 
-async def load_latest(log: EventLog, topic: str) -> Restored | None:
-    """The newest snapshot, restored; None when there is none. Raises `SnapshotUnusable`."""
-    from domain.snapshot import SnapshotError, load
+@dataclass(frozen=True)
+class Stored:
+    """The newest snapshot as it sits in the log: its chunks joined, still compressed."""
 
+    offset: int  # the last input offset folded into the state
+    data: bytes
+
+
+async def read_latest(log: EventLog, topic: str) -> Stored | None:
+    """The newest snapshot's bytes; None when there is none. Raises `SnapshotUnusable`."""
     last = await log.read_last(topic, 1)
     if not last:
         return None
@@ -97,9 +112,22 @@ async def load_latest(log: EventLog, topic: str) -> Restored | None:
         raise SnapshotUnusable(f"snapshot after offset {offset}: chunks {[i for i, _ in chunks]} of {count}")
     if last[0].header("qf_encoding") != ENCODING:
         raise SnapshotUnusable(f"snapshot after offset {offset}: unknown encoding {last[0].header('qf_encoding')!r}")
-    data = b"".join(chunk for _, chunk in chunks)
+    return Stored(offset, b"".join(chunk for _, chunk in chunks))
+
+
+def restore(data: bytes, offset: int) -> Engine:
+    """The engine of a stored snapshot's bytes. Raises `SnapshotUnusable`."""
+    from domain.snapshot import SnapshotError, load
+
     try:
-        engine = load(zlib.decompress(data))
+        return load(zlib.decompress(data))
     except (zlib.error, SnapshotError) as exc:
         raise SnapshotUnusable(f"snapshot after offset {offset}: {exc}") from exc
-    return Restored(offset, engine, len(data))
+
+
+async def load_latest(log: EventLog, topic: str) -> Restored | None:
+    """The newest snapshot, restored; None when there is none. Raises `SnapshotUnusable`."""
+    stored = await read_latest(log, topic)
+    if stored is None:
+        return None
+    return Restored(stored.offset, restore(stored.data, stored.offset), len(stored.data))

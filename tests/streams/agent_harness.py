@@ -138,6 +138,34 @@ MAX_BATCH = 500
 CRASH_ARGS = ["--snapshot-every", str(SNAPSHOT_EVERY), "--max-batch", str(MAX_BATCH)]
 
 
+# The agent's two engine modes (streams/engine_host.py), as `quotaflow agent` flags.
+ENGINE_MODES = {"process": "--engine-process", "inprocess": "--no-engine-process"}
+
+
+def engine_pids(agent: AgentProcess) -> list[int]:
+    """The engine processes the agent started, in order (its `engine process` log lines)."""
+    return [int(line["pid"]) for line in agent.lines() if line.get("event") == "engine process"]
+
+
+async def wait_for_engine(agent: AgentProcess, count: int, timeout: float) -> int:
+    """The pid of the agent's `count`-th engine process, once it logged it."""
+    deadline = time.monotonic() + timeout
+    while len(pids := engine_pids(agent)) < count:
+        assert agent.alive, agent.tail()
+        assert time.monotonic() < deadline, f"no engine process #{count} in {timeout} s\n{agent.tail()}"
+        await asyncio.sleep(0.05)
+    return pids[count - 1]
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie is not: it is dead, waiting to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 def kill_points(seed: int, count: int, span: int) -> list[int]:
     """`count` input offsets in [0, span), one in each of `count` equal slices, away from edges."""
     rng = random.Random(seed)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from agent_harness import (
     CRASH_ARGS,
+    ENGINE_MODES,
     SENTINEL,
     AgentProcess,
     assert_exactly_once,
@@ -18,6 +19,8 @@ from agent_harness import (
     kill_points,
     replay,
     run_with_kills,
+    running,
+    wait_for_engine,
     wait_for_cause,
     write_input,
     write_jsonl,
@@ -40,9 +43,13 @@ def scenario_files() -> list[Path]:
     return sorted(p for p in SCENARIOS.rglob("*.yaml") if not p.name.endswith(".expected.yaml"))
 
 
-async def test_every_conformance_scenario_through_the_agent_equals_replay(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["inprocess", "process"])
+async def test_every_conformance_scenario_through_the_agent_equals_replay(tmp_path: Path, mode: str) -> None:
     files = scenario_files()
     assert files
+    if mode == "process":
+        # Every tenth: an engine process per scenario costs a Python start (~0.3 s) each.
+        files = files[::10]
     log = SqliteLog(tmp_path / "conformance.db")
     await log.start()
     ran = 0
@@ -56,7 +63,7 @@ async def test_every_conformance_scenario_through_the_agent_equals_replay(tmp_pa
             expected = [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
             topics = Topics(f"s{n}.events", f"s{n}.decisions", f"s{n}.snapshots")
             await write_input(log, topics.input, events)
-            agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=3))
+            agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=3, engine_process=mode == "process"))
             task = asyncio.create_task(agent.run())
             await agent.wait_processed(len(events) - 1, timeout=30)
             agent.stop()
@@ -68,7 +75,8 @@ async def test_every_conformance_scenario_through_the_agent_equals_replay(tmp_pa
     assert ran >= len(files) * 0.9
 
 
-async def test_restart_resumes_after_events_that_decide_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine_process", [True, False], ids=["process", "inprocess"])
+async def test_restart_resumes_after_events_that_decide_nothing(tmp_path: Path, engine_process: bool) -> None:
     """The last input events decide nothing: a restart must neither redo nor skip anything."""
     db = tmp_path / "quiet.db"
     topics = Topics("in", "out", "snap")
@@ -85,7 +93,9 @@ async def test_restart_resumes_after_events_that_decide_nothing(tmp_path: Path) 
         if await log.end_offset(topics.input) == 0:
             await write_input(log, topics.input, all_events)
         for _ in range(3):
-            agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=snapshot_every))
+            agent = Agent(
+                log, AgentConfig(topics, standby=False, snapshot_every_events=snapshot_every, engine_process=engine_process)
+            )
             task = asyncio.create_task(agent.run())
             await agent.wait_processed(len(all_events) - 1, timeout=30)
             agent.stop()
@@ -95,7 +105,8 @@ async def test_restart_resumes_after_events_that_decide_nothing(tmp_path: Path) 
         await log.close()
 
 
-async def test_embedded_crash_test(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["process", "inprocess"])
+async def test_embedded_crash_test(tmp_path: Path, mode: str) -> None:
     """20,000 events; the agent process is SIGKILLed at 6 random points and restarted."""
     n = 20_000
     events = [*generated_events(n - 1, seed=11), SENTINEL]
@@ -110,7 +121,7 @@ async def test_embedded_crash_test(tmp_path: Path) -> None:
     expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
     await write_input(log, topics.input, events)
 
-    agent = AgentProcess(url, topics, tmp_path / "agent.log", args=CRASH_ARGS)
+    agent = AgentProcess(url, topics, tmp_path / "agent.log", args=[*CRASH_ARGS, ENGINE_MODES[mode]])
     code = await run_with_kills(agent, log, topics.decisions, kill_points(7, 6, n), n - 1)
     assert code == 0, agent.tail()
     actual = [r.value or b"" for r in await log.read_all(topics.decisions)]
@@ -120,6 +131,75 @@ async def test_embedded_crash_test(tmp_path: Path) -> None:
     assert_exactly_once(actual, await expected_task)
     assert any(b'"reason":"MalformedEvent"' in v for v in actual), "garbage input must give Rejected decisions"
     check_recoveries(agent)
+    assert (mode == "process") == any(line.get("event") == "engine process" for line in agent.lines())
+
+
+async def test_killing_the_engine_process_makes_the_agent_recover(tmp_path: Path) -> None:
+    """SIGKILL the agent's engine process at 5 points: each time the agent drops its writer,
+    recovers from the logs with a new engine process and goes on; no duplicate, no gap."""
+    import os
+    import signal
+
+    n = 12_000
+    events = [*generated_events(n - 1, seed=17), SENTINEL]
+    engine = Engine()
+    expected = [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
+    topics = Topics("in", "out", "snap")
+    log = SqliteLog(tmp_path / "engine-kill.db")
+    await log.start()
+    await log.ensure_topics(topics.specs())
+    await write_input(log, topics.input, events)
+    config = AgentConfig(
+        topics, standby=False, snapshot_every_events=2000, max_batch=300, engine_process=True, retry_backoff=0.05
+    )
+    agent = Agent(log, config)
+    task = asyncio.create_task(agent.run())
+    killed: list[int] = []
+    try:
+        for point in kill_points(3, 5, n):
+            while agent.status.processed < point or agent.status.role != "active":
+                assert not task.done(), agent.status
+                await asyncio.sleep(0.005)
+            pid = agent.status.engine_pid
+            assert pid is not None and pid not in killed
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            assert agent.status.processed < n - 1, "the kill must land with work left"
+        await agent.wait_processed(n - 1, timeout=60)
+    finally:
+        agent.stop()
+        await task
+    actual = [r.value or b"" for r in await log.read_all(topics.decisions)]
+    await log.close()
+    assert_exactly_once(actual, expected)
+    assert agent.status.recoveries == len(killed) + 1
+    assert "engine process" in (agent.status.last_error or ""), agent.status.last_error
+    assert not any(running(pid) for pid in killed)
+
+
+async def test_the_engine_process_dies_with_the_agent(tmp_path: Path) -> None:
+    """SIGKILL of the agent alone (not its process group): the kernel kills its engine process."""
+    import os
+    import signal
+
+    db = tmp_path / "orphan.db"
+    topics = Topics("quotaflow.events", "quotaflow.decisions", "quotaflow.snapshots")
+    agent = AgentProcess(f"sqlite:///{db}", topics, tmp_path / "agent.log", args=[ENGINE_MODES["process"]])
+    agent.start()
+    try:
+        child = await wait_for_engine(agent, 1, timeout=30)
+        await agent.wait_recovered(timeout=30)
+        assert running(child)
+        assert agent.proc is not None
+        os.kill(agent.proc.pid, signal.SIGKILL)
+        agent.proc.wait(10)
+        for _ in range(100):
+            if not running(child):
+                break
+            await asyncio.sleep(0.05)
+        assert not running(child), "the engine process outlived its agent"
+    finally:
+        agent.stop()
 
 
 async def test_embedded_second_agent_is_standby_until_the_first_dies(tmp_path: Path) -> None:
@@ -236,7 +316,8 @@ def test_demo_runs_out_of_the_box(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == [], "the demo must clean up after itself"
 
 
-async def test_an_unusable_snapshot_falls_back_to_folding_from_zero(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine_process", [True, False], ids=["process", "inprocess"])
+async def test_an_unusable_snapshot_falls_back_to_folding_from_zero(tmp_path: Path, engine_process: bool) -> None:
     from streams.log import Message
 
     topics = Topics("in", "out", "snap")
@@ -247,7 +328,7 @@ async def test_an_unusable_snapshot_falls_back_to_folding_from_zero(tmp_path: Pa
     await log.start()
     await log.ensure_topics(topics.specs())
     await write_input(log, topics.input, events[:200])
-    agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=50))
+    agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=50, engine_process=engine_process))
     task = asyncio.create_task(agent.run())
     await agent.wait_processed(199, timeout=30)
     agent.stop()
@@ -256,7 +337,7 @@ async def test_an_unusable_snapshot_falls_back_to_folding_from_zero(tmp_path: Pa
     headers = (("qf_snapshot_offset", b"199"), ("qf_chunk", b"0"), ("qf_chunks", b"1"), ("qf_encoding", b"zlib+msgspec"))
     await log.append(topics.snapshots, [Message(b"not a snapshot", b"engine/0", headers)])
     await write_input(log, topics.input, events[200:], start=200)
-    agent = Agent(log, AgentConfig(topics, standby=False))
+    agent = Agent(log, AgentConfig(topics, standby=False, engine_process=engine_process))
     task = asyncio.create_task(agent.run())
     await agent.wait_processed(len(events) - 1, timeout=30)
     agent.stop()

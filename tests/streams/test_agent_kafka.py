@@ -13,14 +13,18 @@ from pathlib import Path
 import pytest
 from agent_harness import (
     CRASH_ARGS,
+    ENGINE_MODES,
     SENTINEL,
     AgentProcess,
     assert_exactly_once,
     check_recoveries,
+    engine_pids,
     kill_points,
     replay,
     run_with_kills,
+    running,
     wait_for_cause,
+    wait_for_engine,
     write_input,
     write_jsonl,
 )
@@ -74,12 +78,15 @@ async def run_agent_until(log: KafkaLog, topics: Topics, last_offset: int, **con
     return agent
 
 
-async def test_seed_scenario_through_kafka_equals_replay(kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics) -> None:
+@pytest.mark.parametrize("engine_process", [True, False], ids=["process", "inprocess"])
+async def test_seed_scenario_through_kafka_equals_replay(
+    kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, engine_process: bool
+) -> None:
     events = list(read_events(SEED))
     async with Client(settings=settings_for(kafka_bootstrap, topics)) as qf:
         offsets = await qf.publish_many(events)  # type: ignore[arg-type]
         assert offsets == list(range(len(events)))
-        await run_agent_until(kafka_log, topics, offsets[-1], snapshot_every_events=2)
+        await run_agent_until(kafka_log, topics, offsets[-1], snapshot_every_events=2, engine_process=engine_process)
         from_client = [d async for d in qf.decisions(follow=False)]
     decisions = [r.value for r in await kafka_log.read_all(topics.decisions)]
     expected = replay(SEED)
@@ -95,8 +102,9 @@ async def test_seed_scenario_through_kafka_equals_replay(kafka_bootstrap: str, k
     assert inputs[1].header("ce_type") == b"dev.quotaflow.event.ConfigApplied"
 
 
+@pytest.mark.parametrize("engine_process", [True, False], ids=["process", "inprocess"])
 async def test_garbage_and_invalid_json_are_rejected_and_the_agent_goes_on(
-    kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics
+    kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, engine_process: bool
 ) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
     await producer.start()
@@ -109,7 +117,7 @@ async def test_garbage_and_invalid_json_are_rejected_and_the_agent_goes_on(
     async with Client(settings=settings_for(kafka_bootstrap, topics)) as qf:
         await qf.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
         last = await qf.finish("ns", "never-submitted")
-    await run_agent_until(kafka_log, topics, last)
+    await run_agent_until(kafka_log, topics, last, engine_process=engine_process)
     decisions = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
     causes = [d.split(b'"cause":')[1].split(b"}")[0] for d in decisions]
     assert all(b'"type":"Rejected"' in d for d in decisions)
@@ -118,7 +126,8 @@ async def test_garbage_and_invalid_json_are_rejected_and_the_agent_goes_on(
     assert b'"offset":6' in causes[-1], "the valid event after the garbage was processed"
 
 
-async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["process", "inprocess"])
+async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, tmp_path: Path, mode: str) -> None:
     """20,000 events; the agent process is SIGKILLed at 6 random points and restarted; the
     decision log read read_committed has no duplicate and no gap and equals replay."""
     n = 20_000
@@ -131,7 +140,7 @@ async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topic
         f"kafka://{kafka_bootstrap}",
         topics,
         tmp_path / "agent.log",
-        args=CRASH_ARGS,
+        args=[*CRASH_ARGS, ENGINE_MODES[mode]],
         env={ENV_INSTANCE_ID: f"crash-{uuid.uuid4().hex[:6]}"},  # static membership: restarts rejoin at once
     )
     code = await run_with_kills(agent, kafka_log, topics.decisions, kill_points(5, 6, n), n - 1)
@@ -145,6 +154,50 @@ async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topic
     lines = agent.lines()
     decision_line = next(line for line in lines if line.get("event") == "decision")
     assert {"cause_offset", "cause_index", "offset", "type"} <= set(decision_line)
+    assert (mode == "process") == bool(engine_pids(agent))
+    assert not any(running(pid) for pid in engine_pids(agent)), "an engine process outlived its agent"
+
+
+async def test_kafka_killing_the_engine_process_makes_the_agent_recover(
+    kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, tmp_path: Path
+) -> None:
+    """SIGKILL the agent's engine process (not the agent) at 4 points: the agent closes its
+    writer, becomes active again, recovers from the logs and goes on; it never exits, and the
+    decision log has no duplicate and no gap and equals replay."""
+    import signal
+
+    n = 12_000
+    events = [*generated_events(n - 1, seed=29), SENTINEL]
+    events_file = tmp_path / "events.jsonl"
+    write_jsonl(events_file, events)
+    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
+    await write_input(kafka_log, topics.input, events)
+    agent = AgentProcess(
+        f"kafka://{kafka_bootstrap}",
+        topics,
+        tmp_path / "agent.log",
+        args=[*CRASH_ARGS, ENGINE_MODES["process"]],
+        env={ENV_INSTANCE_ID: f"engine-kill-{uuid.uuid4().hex[:6]}"},
+    )
+    points = kill_points(9, 4, n)
+    try:
+        agent.start()
+        for k, point in enumerate(points, start=1):
+            pid = await wait_for_engine(agent, k, timeout=60)
+            await wait_for_cause(kafka_log, topics.decisions, point, timeout=60, agents=[agent])
+            os.kill(pid, signal.SIGKILL)
+        await wait_for_cause(kafka_log, topics.decisions, n - 1, timeout=90, agents=[agent])
+        assert agent.alive, agent.tail()
+        assert len(engine_pids(agent)) == len(points) + 1
+    finally:
+        code = agent.stop()
+    assert code == 0, agent.tail()
+    assert agent.starts == 1
+    actual = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
+    assert_exactly_once(actual, await expected_task)
+    recoveries = [line for line in agent.lines() if line.get("event") == "recovered"]
+    assert len(recoveries) == len(points) + 1, agent.tail()
+    assert sum("engine process" in str(line.get("error", "")) for line in agent.lines()) >= len(points)
 
 
 @pytest.fixture

@@ -1,0 +1,137 @@
+"""The agent's engine process: `python -m streams.engine_child PARENT_PID`.
+
+Started by `streams.engine_host.ChildEngine`, it holds the engine and answers the requests of
+`streams.engine_wire` on stdin/stdout, one at a time, in order. It keeps nothing durable, so it
+only has to die with its parent, never outlive it:
+
+- PR_SET_PDEATHSIG: the kernel SIGKILLs it when its parent dies, however (SIGKILL included);
+- stdin EOF: the parent closed its end or is gone (also where PR_SET_PDEATHSIG does not exist);
+- SIGTERM and SIGINT are ignored: a signal to the agent's process group stops the agent
+  gracefully, and the engine must still answer until the agent closes it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from typing import BinaryIO
+
+from domain.decisions import encode
+from domain.engine import Engine
+from streams.engine_wire import (
+    LENGTH_BYTES,
+    Applied,
+    Apply,
+    Failed,
+    Fold,
+    Folded,
+    Reply,
+    Restore,
+    Restored,
+    reply_encoder,
+    request_decoder,
+)
+from streams.snapshots import SnapshotUnusable, restore, snapshot_data
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # The parent may have died before prctl: then this process was already reparented.
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+class Child:
+    def __init__(self) -> None:
+        self.engine = Engine()
+
+    def handle(self, request: Restore | Fold | Apply) -> Reply:
+        if isinstance(request, Apply):
+            return self.apply(request)
+        if isinstance(request, Fold):
+            return self.fold(request)
+        try:
+            self.engine = Engine() if request.data is None else restore(request.data, request.offset)
+        except SnapshotUnusable as exc:
+            self.engine = Engine()
+            return Failed("snapshot", request.offset, str(exc))
+        return Restored()
+
+    def fold(self, request: Fold) -> Reply:
+        apply = self.engine.apply
+        verify = None
+        offset = -1
+        try:
+            for offset, value in zip(request.offsets, request.values, strict=True):
+                decisions = apply(value or b"", offset)
+                if offset == request.verify_at:
+                    verify = [encode(d) for d in decisions]
+        except Exception as exc:
+            return Failed("engine", offset, repr(exc))
+        return Folded(verify)
+
+    def apply(self, request: Apply) -> Reply:
+        apply = self.engine.apply
+        values: list[bytes] = []
+        types: list[str] = []
+        workloads: list[str | None] = []
+        counts: list[int] = []
+        offset = -1
+        try:
+            for offset, value in zip(request.offsets, request.values, strict=True):
+                decisions = apply(value or b"", offset)
+                counts.append(len(decisions))
+                for decision in decisions:
+                    values.append(encode(decision))
+                    types.append(type(decision).__name__)
+                    workloads.append(decision.workload)
+        except Exception as exc:
+            return Failed("engine", offset, repr(exc))
+        return Applied(values, types, workloads, counts, snapshot_data(self.engine) if request.snapshot else None)
+
+
+def _read_exactly(stream: BinaryIO, n: int) -> bytes | None:
+    data = stream.read(n)
+    return data if data is not None and len(data) == n else None
+
+
+def serve(requests: BinaryIO, replies: BinaryIO) -> None:
+    """Answer requests until EOF."""
+    child = Child()
+    decode = request_decoder.decode
+    encode_reply = reply_encoder.encode
+    while True:
+        head = _read_exactly(requests, LENGTH_BYTES)
+        if head is None:
+            return
+        body = _read_exactly(requests, int.from_bytes(head, "big"))
+        if body is None:
+            return
+        out = encode_reply(child.handle(decode(body)))
+        replies.write(len(out).to_bytes(LENGTH_BYTES, "big"))
+        replies.write(out)
+        replies.flush()
+
+
+def main() -> None:
+    _die_with(int(sys.argv[1]))
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Replies get stdout's pipe to themselves; anything printed goes to stderr, not into a frame.
+    replies = os.fdopen(os.dup(1), "wb", buffering=1 << 20)
+    os.dup2(2, 1)
+    requests = os.fdopen(0, "rb", buffering=1 << 20, closefd=False)
+    try:
+        serve(requests, replies)
+    except BrokenPipeError:
+        pass  # the agent is gone
+
+
+if __name__ == "__main__":
+    main()
