@@ -14,6 +14,8 @@ decides something is measured two ways, both on the broker's clock (the topics a
   broker's clock and ours are the same clock).
 
 The first `--warmup` seconds are left out. The goal is p99 < 50 ms at 1,000 events/s.
+`--engine process|inprocess` runs the agent with `--engine-process` or `--no-engine-process`
+(default: the agent's own default).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ async def main(args: argparse.Namespace) -> None:
         topics = bench_topics("lat")
         await create_topics(bootstrap, [topics.input, topics.decisions, topics.snapshots], topics.snapshots)
         log_path = Path(tempfile.gettempdir()) / f"quotaflow-bench-latency-{topics.input}.log"
-        agent = AgentProcess(f"kafka://{bootstrap}", topics, log_path, "--log-level", "info")
+        flags = {"process": ["--engine-process"], "inprocess": ["--no-engine-process"], "default": []}[args.engine]
+        agent = AgentProcess(f"kafka://{bootstrap}", topics, log_path, "--log-level", "info", *flags)
         try:
             await asyncio.to_thread(agent.wait_for, "recovered", 120)
             visible: dict[tuple[int, int], float] = {}
@@ -105,6 +108,7 @@ async def main(args: argparse.Namespace) -> None:
     t_start = inputs[0] + args.warmup * 1000
     a2a = sorted(float(decision_ts[o] - ts) for o, ts in inputs.items() if o in decision_ts and ts >= t_start)
     a2v = sorted(visible[(o, 0)] * 1000 - ts for o, ts in inputs.items() if (o, 0) in visible and ts >= t_start)
+    print(f"engine: {args.engine}")
     print(f"{n} events at {args.rate:.0f}/s (sent in {produce_s:.1f} s, i.e. {n / produce_s:.0f}/s); "
           f"{len(a2a)} measured after a {args.warmup:.0f} s warm-up")
     for name, values in (("append -> append ", a2a), ("append -> visible", a2v)):
@@ -122,4 +126,5 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--engine", default="default", choices=("default", "process", "inprocess"))
     asyncio.run(main(parser.parse_args()))

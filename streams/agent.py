@@ -159,6 +159,39 @@ class _Step:
     release: bool = False  # the last step of one read: frees its read slot
 
 
+class _Group:
+    """Consecutive live batches committed in one transaction."""
+
+    def __init__(self, batch: Batch, step: _Step) -> None:
+        self.batch = batch
+        self.step = _Step(None, live=True, events=step.events, last=step.last, snapshot_at=step.snapshot_at)
+
+    @property
+    def closed(self) -> bool:
+        # A snapshot closes its transaction: a later batch's snapshot would share its chunk keys.
+        return self.step.snapshot_at is not None
+
+    def takes(self, step: _Step | BaseException | None, max_events: int) -> bool:
+        return (
+            isinstance(step, _Step)
+            and step.live
+            and not step.recovered
+            and isinstance(step.result, asyncio.Future)
+            and step.result.done()  # folded already: joining costs no wait
+            and self.step.events + step.events <= max_events
+        )
+
+    def add(self, batch: Batch, step: _Step) -> None:
+        self.batch.out.extend(batch.out)
+        self.batch.decided.extend(batch.decided)
+        self.batch.decisions += batch.decisions
+        self.batch.snapshot = batch.snapshot
+        self.step.events += step.events
+        if step.last >= 0:
+            self.step.last = step.last
+        self.step.snapshot_at = step.snapshot_at
+
+
 def _enabled(log: Any, level: int) -> bool:
     check = getattr(log, "is_enabled_for", None)
     return bool(check(level)) if check is not None else True
@@ -346,38 +379,74 @@ class Agent:
         slots = asyncio.Semaphore(engine.depth)  # reads handed over and not yet collected
         feeder = asyncio.create_task(self._feed(writer, reader, engine, processed, last_decision, steps, slots))
         inflight: asyncio.Task[None] | None = None  # the previous batch's commit
+        carry: _Step | BaseException | None = None  # taken from `steps` but not merged
+        have_carry = False
         log = self._log
+
+        async def collect(step: _Step) -> Any:
+            result = await step.result if step.result is not None else None
+            if step.release:
+                slots.release()
+            return result
+
         try:
             while True:
-                step = await steps.get()
+                if have_carry:
+                    step, carry, have_carry = carry, None, False
+                else:
+                    step = await steps.get()
                 if step is None:
                     break
                 if isinstance(step, BaseException):
                     raise step
-                result = await step.result if step.result is not None else None
-                if step.release:
-                    slots.release()
+                result = await collect(step)
                 if not step.live:
                     if result is not None:
                         self._verify(result, last_decision)
+                    if step.recovered:
+                        self._recovered(log, began)
+                    continue
                 if step.recovered:
                     self._recovered(log, began)
-                if step.live:
+                group = _Group(result, step)
+                waited = inflight is None
+                while True:
+                    # Batches already folded join this transaction (up to max_batch events):
+                    # while a commit is in flight the engine process may have answered several,
+                    # and committing them one by one would queue each behind the other.
+                    while not group.closed:
+                        if not have_carry:
+                            if steps.empty():
+                                break
+                            carry, have_carry = steps.get_nowait(), True
+                        if not group.takes(carry, self.config.max_batch):
+                            break
+                        assert isinstance(carry, _Step)
+                        nxt, carry, have_carry = carry, None, False
+                        group.add(await collect(nxt), nxt)
+                    if waited:
+                        break
                     # Transactions stay strictly ordered: this batch's commit starts when the
                     # previous one is done, and meanwhile the next batch is read and folded.
-                    if inflight is not None:
-                        await inflight
-                    inflight = asyncio.create_task(self._commit(writer, result, step, log))
+                    assert inflight is not None
+                    await inflight
+                    waited = True
+                inflight = asyncio.create_task(self._commit(writer, group.batch, group.step, log))
             if inflight is not None:
                 await inflight
         finally:
             feeder.cancel()
             with contextlib.suppress(BaseException):
                 await feeder
-            while not steps.empty():  # handed over, never collected: the engine's state goes too
-                left = steps.get_nowait()
-                if isinstance(left, _Step) and asyncio.iscoroutine(left.result):
-                    left.result.close()
+            left = [carry] if have_carry else []
+            while not steps.empty():
+                left.append(steps.get_nowait())
+            for item in left:  # handed over, never collected: the engine's state goes too
+                if isinstance(item, _Step):
+                    if asyncio.iscoroutine(item.result):
+                        item.result.close()
+                    elif isinstance(item.result, asyncio.Future):
+                        item.result.cancel()
             if inflight is not None and not inflight.done():
                 inflight.cancel()
                 with contextlib.suppress(BaseException):

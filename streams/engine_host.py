@@ -250,7 +250,9 @@ class ChildEngine(EngineHost):
     def apply(self, records: Sequence[Record], *, snapshot: bool, time: bytes) -> Awaitable[Batch]:
         offsets = [r.offset for r in records]
         waiter = self._send(wire.Apply(offsets, [r.value for r in records], snapshot))
-        return self._applied(waiter, offsets, time)
+        # A task, not a bare coroutine: the messages are built as soon as the reply is in, and
+        # the agent can tell a batch that is ready (done()) from one still folding.
+        return asyncio.ensure_future(self._applied(waiter, offsets, time))
 
     async def _folded(self, waiter: asyncio.Future[wire.Reply]) -> list[bytes] | None:
         reply = await waiter

@@ -41,11 +41,20 @@ ENV_ENGINE_PROCESS = "QUOTAFLOW_ENGINE_PROCESS"
 ENV_REQUIRE_KAFKA = "QUOTAFLOW_REQUIRE_KAFKA"
 
 
-def usable_cores() -> int:
+def usable_cores(cpu_max: str = "/sys/fs/cgroup/cpu.max") -> int:
+    """CPUs this process may run on, bounded by its cgroup's CPU quota (a container's CPU limit:
+    a pod limited to 1 CPU on a 16-core node has 1, not 16)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = open(cpu_max).read().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota: the affinity mask is the bound
+    return cores
 
 
 def default_engine_process(environ: Mapping[str, str] | None = None) -> bool:

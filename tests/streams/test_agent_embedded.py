@@ -177,6 +177,57 @@ async def test_killing_the_engine_process_makes_the_agent_recover(tmp_path: Path
     assert not any(running(pid) for pid in killed)
 
 
+async def test_batches_folded_while_a_commit_waits_share_the_next_transaction(tmp_path: Path) -> None:
+    """With the engine in its own process, batches it answered while a commit was in flight are
+    committed together (else each would wait behind the other: latency); still exactly once."""
+    from streams.log import TransactionalWriter
+
+    gate = asyncio.Event()
+
+    class SlowCommits(SqliteLog):
+        def writer(self, name: str, *, standby_topic: str | None = None) -> TransactionalWriter:
+            writer = super().writer(name, standby_topic=standby_topic)
+            commit = writer.commit
+
+            async def gated(items):  # type: ignore[no-untyped-def]
+                await gate.wait()
+                return await commit(items)
+
+            writer.commit = gated  # type: ignore[method-assign]
+            return writer
+
+    events = list(generated_events(60, seed=12))
+    engine = Engine()
+    expected = [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
+    topics = Topics("in", "out", "snap")
+    log = SlowCommits(tmp_path / "gated.db")
+    await log.start()
+    await log.ensure_topics(topics.specs())
+    agent = Agent(log, AgentConfig(topics, standby=False, engine_process=True, poll_timeout=0.05))
+    task = asyncio.create_task(agent.run())
+    try:
+        for _ in range(200):
+            if agent.status.role == "active":
+                break
+            await asyncio.sleep(0.05)
+        # Six appends, each read as a batch of its own, while the first batch's commit waits.
+        for start in range(0, 60, 10):
+            await write_input(log, topics.input, events[start : start + 10], start=start)
+            await asyncio.sleep(0.3)
+        assert agent.status.transactions == 0
+        gate.set()
+        await agent.wait_processed(59, timeout=30)
+    finally:
+        gate.set()
+        agent.stop()
+        await task
+    actual = [r.value or b"" for r in await log.read_all(topics.decisions)]
+    await log.close()
+    assert actual == expected
+    # Without merging: one transaction per append (6), the first commit holding up the rest.
+    assert agent.status.transactions <= 3, agent.status
+
+
 async def test_the_engine_process_dies_with_the_agent(tmp_path: Path) -> None:
     """SIGKILL of the agent alone (not its process group): the kernel kills its engine process."""
     import os

@@ -51,3 +51,26 @@ def test_split_host_port(text: str, expected: tuple[str, int]) -> None:
 def test_split_host_port_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         split_host_port(text)
+
+
+def test_engine_process_default_follows_the_env_then_the_usable_cores(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    env = settings.ENV_ENGINE_PROCESS
+    assert settings.default_engine_process({env: "1"}) is True
+    assert settings.default_engine_process({env: "off"}) is False
+    with pytest.raises(ValueError, match=env):
+        settings.default_engine_process({env: "maybe"})
+    monkeypatch.setattr(settings, "usable_cores", lambda: 1)
+    assert settings.default_engine_process({}) is False
+    monkeypatch.setattr(settings, "usable_cores", lambda: 2)
+    assert settings.default_engine_process({}) is True
+
+
+@pytest.mark.parametrize(("cpu_max", "bound"), [("max 100000", None), ("100000 100000", 1), ("150000 100000", 2), ("20000 100000", 1)])
+def test_usable_cores_are_bounded_by_the_cgroup_cpu_quota(tmp_path, cpu_max: str, bound: int | None) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    path = tmp_path / "cpu.max"
+    path.write_text(cpu_max + "\n")
+    affinity = len(os.sched_getaffinity(0))
+    assert settings.usable_cores(str(path)) == (affinity if bound is None else min(affinity, bound))
+    assert settings.usable_cores(str(tmp_path / "missing")) == affinity
