@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from domain.flavor_assigner import Assignment
 from domain.preemption import Target
 from domain.state import ClusterQueueState, WorkloadState
 
 
-@dataclass(slots=True)
 class Entry:
-    cq: ClusterQueueState
-    ws: WorkloadState
-    assignment: Assignment
-    targets: list[Target] = field(default_factory=list)
+    __slots__ = ("cq", "ws", "assignment", "targets")
+
+    def __init__(self, cq: ClusterQueueState, ws: WorkloadState, assignment: Assignment,
+                 targets: list[Target] | None = None) -> None:
+        self.cq = cq
+        self.ws = ws
+        self.assignment = assignment
+        self.targets: list[Target] = [] if targets is None else targets
 
     def order(self) -> tuple[int, int, int, int]:
         """Kueue's classical order: no borrowing first, then priority, then queue time."""

@@ -10,7 +10,6 @@ as Kueue joins them, so a Kueue user reads the same pending messages.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from domain import reasons
 from domain.objects import (
@@ -47,10 +46,21 @@ def external_mode(granular: int) -> str:
     return MODE_PREEMPT
 
 
-@dataclass(frozen=True, slots=True)
+# The result types below are plain slotted classes rather than dataclasses: several are built
+# for every head tried in every cycle, and dataclass initialisers (frozen ones, default
+# factories) cost several times a plain __init__.
 class GranularMode:
-    mode: int
-    borrow: int
+    """How a flavor (or one resource of it) fits: granular mode and borrowing level. Never
+    mutated once built."""
+
+    __slots__ = ("mode", "borrow")
+
+    def __init__(self, mode: int, borrow: int) -> None:
+        self.mode = mode
+        self.borrow = borrow
+
+    def __repr__(self) -> str:
+        return f"GranularMode(mode={self.mode}, borrow={self.borrow})"
 
 
 BEST = GranularMode(FIT, 0)
@@ -92,28 +102,32 @@ def should_try_next_flavor(rep: GranularMode, fungibility: FlavorFungibility) ->
     return rep.borrow > 0 and fungibility.when_can_borrow == TRY_NEXT_FLAVOR
 
 
-@dataclass(slots=True)
 class PodSetResult:
-    name: str
-    count: int
-    requests: dict[str, int]  # pod-set totals, by resource
-    flavors: dict[str, str] = field(default_factory=dict)
-    modes: dict[str, int] = field(default_factory=dict)  # granular mode per resource
-    borrows: dict[str, int] = field(default_factory=dict)  # borrowing level per resource
-    reasons: list[str] = field(default_factory=list)
-    fits: bool = True
+    __slots__ = ("name", "count", "requests", "flavors", "modes", "borrows", "reasons", "fits")
+
+    def __init__(self, name: str, count: int, requests: dict[str, int]) -> None:
+        self.name = name
+        self.count = count
+        self.requests = requests  # pod-set totals, by resource
+        self.flavors: dict[str, str] = {}
+        self.modes: dict[str, int] = {}  # granular mode per resource
+        self.borrows: dict[str, int] = {}  # borrowing level per resource
+        self.reasons: list[str] = []
+        self.fits = True
 
     def message(self) -> str:
         return ", ".join(sorted(self.reasons))
 
 
-@dataclass(slots=True)
 class Assignment:
-    pod_sets: list[PodSetResult]
-    mode: str = MODE_FIT
-    borrowing: int = 0
-    usage: dict[FR, int] = field(default_factory=dict)
-    no_fit_reason: str = ""
+    __slots__ = ("pod_sets", "mode", "borrowing", "usage", "no_fit_reason")
+
+    def __init__(self, pod_sets: list[PodSetResult]) -> None:
+        self.pod_sets = pod_sets
+        self.mode = MODE_FIT
+        self.borrowing = 0
+        self.usage: dict[FR, int] = {}
+        self.no_fit_reason = ""
 
     def message(self) -> str:
         parts = [
@@ -135,13 +149,16 @@ class Assignment:
         return out
 
 
-@dataclass(slots=True)
 class _GroupResult:
-    flavors: dict[str, str]
-    modes: dict[str, int]
-    rep: GranularMode
-    reasons: list[str]
-    no_fit_reason: str
+    __slots__ = ("flavors", "modes", "rep", "reasons", "no_fit_reason")
+
+    def __init__(self, flavors: dict[str, str], modes: dict[str, int], rep: GranularMode,
+                 reasons: list[str], no_fit_reason: str) -> None:
+        self.flavors = flavors
+        self.modes = modes
+        self.rep = rep
+        self.reasons = reasons
+        self.no_fit_reason = no_fit_reason
 
 
 class FlavorAssigner:
@@ -196,9 +213,12 @@ class FlavorAssigner:
                 severity = max(severity, reasons.NO_FIT_SEVERITY.get(failed_reason, 0))
                 break
         result.mode = external_mode(worst.mode)
-        result.borrowing = max(
-            (ps.borrows[res] for ps in result.pod_sets for res in ps.flavors), default=0
-        )
+        borrowing = 0
+        for psr in result.pod_sets:
+            for level in psr.borrows.values():  # one entry per assigned resource
+                if level > borrowing:
+                    borrowing = level
+        result.borrowing = borrowing
         if result.mode == MODE_NO_FIT:
             by_severity = {v: k for k, v in reasons.NO_FIT_SEVERITY.items()}
             result.no_fit_reason = by_severity.get(severity, reasons.WAITING_FOR_QUOTA)
