@@ -229,16 +229,13 @@ class FlavorAssigner:
     def _assign_pod_set(self, ps: PodSet, psr: PodSetResult, assigned: dict[FR, int]) -> str | None:
         """Fill psr; return the NoFit reason if some resource group found no flavor."""
         requests = psr.requests
-        for res in _request_order(requests):
-            if res in psr.flavors:
-                continue
-            group = self.groups.get(res)
+        for res, group, covered in _plan(self.groups, requests):
             if group is None:
                 if requests[res] == 0:
                     continue
                 psr.reasons.append(f"resource {res} unavailable in ClusterQueue")
                 return reasons.NO_MATCHING_FLAVOR
-            found = self._find_flavor(ps, group, _covered(group, requests), requests, assigned)
+            found = self._find_flavor(ps, group, covered, requests, assigned)
             psr.reasons.extend(found.reasons)
             if not found.flavors:
                 return found.no_fit_reason or reasons.NO_MATCHING_FLAVOR
@@ -352,27 +349,35 @@ class FlavorAssigner:
 
 _FIT_NO_BORROWING = (FIT, 0, "", "")
 
-# A pod set's resources and a group's covered resources come in a handful of combinations;
-# their orders are computed once per combination rather than sorted on every assignment.
-_REQUEST_ORDER: dict[tuple[str, ...], list[str]] = {}
-_COVERED: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
+# A pod set visits its resources in resource_order; each resource group is tried once, at its
+# first resource, for the group's covered resources that the pod set requests (sorted by name);
+# a resource no group covers fails the pod set unless its request is 0. That plan depends only
+# on the ClusterQueue's groups and the requested resource names, which come in a handful of
+# combinations, so it is computed once per combination. The groups mapping is rebuilt on every
+# ClusterQueue change; the plan keeps it alive, so its id is not reused while the plan is kept.
+Plan = list[tuple[str, "ResourceGroup | None", tuple[str, ...]]]
+_PLANS: dict[tuple[int, tuple[str, ...]], tuple[Mapping[str, ResourceGroup], Plan]] = {}
+_PLANS_LIMIT = 4096
 
 
-def _request_order(requests: dict[str, int]) -> list[str]:
-    key = tuple(requests)
-    order = _REQUEST_ORDER.get(key)
-    if order is None:
-        order = _REQUEST_ORDER[key] = sorted(requests, key=resource_order)
-    return order
-
-
-def _covered(group: ResourceGroup, requests: dict[str, int]) -> tuple[str, ...]:
-    """The group's covered resources that the pod set requests, sorted by name."""
-    key = (group.covered, tuple(requests))
-    covered = _COVERED.get(key)
-    if covered is None:
-        covered = _COVERED[key] = tuple(sorted(r for r in group.covered if r in requests))
-    return covered
+def _plan(groups: Mapping[str, ResourceGroup], requests: dict[str, int]) -> Plan:
+    key = (id(groups), tuple(requests))
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0] is groups:
+        return cached[1]
+    plan: Plan = []
+    seen: list[ResourceGroup] = []
+    for res in sorted(requests, key=resource_order):
+        group = groups.get(res)
+        if group is None:
+            plan.append((res, None, ()))
+        elif not any(g is group for g in seen):
+            seen.append(group)
+            plan.append((res, group, tuple(sorted(r for r in group.covered if r in requests))))
+    if len(_PLANS) >= _PLANS_LIMIT:
+        _PLANS.clear()
+    _PLANS[key] = (groups, plan)
+    return plan
 
 
 _FNV_OFFSET = 0xCBF29CE484222325

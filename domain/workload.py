@@ -32,6 +32,8 @@ class PodSet:
 
     def totals(self, count: int | None = None) -> dict[str, int]:
         n = self.count if count is None else count
+        if n == 1:
+            return dict(self.per_pod)
         return {res: q * n for res, q in self.per_pod}
 
 
