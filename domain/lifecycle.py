@@ -105,6 +105,8 @@ def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, 
 
 def applicable_checks(cq: ClusterQueueState, admission: Admission) -> dict[str, str]:
     """Checks with no onFlavors, and those naming a flavor the workload was assigned."""
+    if not cq.spec.admission_checks:
+        return {}
     assigned = {flavor for ps in admission.pod_sets for flavor in ps.flavors.values()}
     names = sorted(
         rule.name
@@ -138,13 +140,17 @@ def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]
     nodes = [cq.node] if root is cq.node else root.leaves()
     released = [fr for fr, value in usage.items() if value > 0]
     through_parent: dict[tuple[int, FR], int] = {}  # siblings share their parent's availability
+    cluster_queues = state.cluster_queues
     for node in nodes:
-        member = state.cluster_queues.get(node.name)
-        if member is None or not member.queue.parked and not member.queue.blocked:
+        member = cluster_queues.get(node.name)
+        if member is None:
             continue
-        filed = member.queue.thresholds
+        queue = member.queue
+        if not queue.parked and not queue.blocked:
+            continue
+        filed = queue.thresholds
         available: dict[str, int] = {}
-        for fr in released:
+        for fr in released if filed else ():
             if fr[1] not in filed or fr not in member.quotas:
                 continue
             parent = node.parent
@@ -159,7 +165,7 @@ def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]
             amount = max(0, amount)
             if amount > available.get(fr[1], -1):
                 available[fr[1]] = amount
-        if member.queue.wake_released(available) and member.active:
+        if queue.wake_released(available) and member.active:
             state.ready[member.name] = None
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Any
 
+from bisect import bisect_left, insort
+
 from sortedcontainers import SortedList
 
 OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
@@ -35,7 +37,10 @@ class PendingQueue:
         self.members: Any = SortedList()  # every pending OrderKey, for StrictFIFO heads and positions
         self.classes: dict[Hashable, Any] = {}  # class -> SortedList[OrderKey]
         self.class_of: dict[str, Hashable] = {}  # workload key -> class
-        self.ready: Any = SortedList()  # (head OrderKey, class) of classes worth trying
+        # (head OrderKey, class) of classes worth trying, sorted. A plain list kept with bisect:
+        # it holds one entry per class (not per workload), and is read and changed for every
+        # head tried, where SortedList's Python-level methods cost more than the list's C ones.
+        self.ready: list[tuple[OrderKey, Hashable]] = []
         self.parked: dict[Hashable, Status] = {}  # class -> why its head failed
         # StrictFIFO: the head that failed and holds the queue. Kueue requeues it at once and
         # tries it again every cycle; here the queue sleeps until something could change the
@@ -82,10 +87,10 @@ class PendingQueue:
         if parked is not None:
             return parked
         if old_head is None:
-            self.ready.add((key, cls))
+            _insort(self.ready, (key, cls))
         elif key < old_head:
-            self.ready.remove((old_head, cls))
-            self.ready.add((key, cls))
+            _remove(self.ready, (old_head, cls))
+            _insort(self.ready, (key, cls))
         return None
 
     @property
@@ -110,9 +115,9 @@ class PendingQueue:
             self._unfile(cls)
         if not was_ready_head:
             return
-        self.ready.remove((key, cls))
+        _remove(self.ready, (key, cls))
         if members:
-            self.ready.add((members[0], cls))
+            _insort(self.ready, (members[0], cls))
 
     # -- scheduling -----------------------------------------------------------------------
     def head(self) -> OrderKey | None:
@@ -120,7 +125,7 @@ class PendingQueue:
             return None if self.blocker is not None else self._strict_head()
         if not self.ready:
             return None
-        return self.ready[0][0]  # type: ignore[no-any-return]
+        return self.ready[0][0]
 
     def _strict_head(self) -> OrderKey | None:
         for key in self.members:
@@ -141,7 +146,7 @@ class PendingQueue:
             return
         if not self.strict:
             head = self.classes[cls][0]
-            self.ready.remove((head, cls))
+            _remove(self.ready, (head, cls))
         self.parked[cls] = status
         if needs is None or self.strict:
             self.generic[cls] = None
@@ -164,16 +169,22 @@ class PendingQueue:
 
     def _wake(self, cls: Hashable) -> None:
         self._unfile(cls)
-        self.ready.add((self.classes[cls][0], cls))
+        _insort(self.ready, (self.classes[cls][0], cls))
 
     def wake_released(self, available: dict[str, int]) -> bool:
         """Quota was released: wake the classes that waited for any change, and those filed
         under a resource of which at least their amount is now available."""
         if self.strict:
             return self.requeue_all()
-        woke = bool(self.generic)
-        for cls in list(self.generic):
-            self._wake(cls)
+        generic = self.generic
+        woke = bool(generic)
+        if generic:
+            # _wake for each, in the same order; a generic class is filed nowhere else.
+            parked, ready, classes = self.parked, self.ready, self.classes
+            for cls in generic:
+                del parked[cls]
+                insort(ready, (classes[cls][0], cls))
+            generic.clear()
         for resource, amount in available.items():
             index = self.thresholds.get(resource)
             while index and index[0][0] <= amount:
@@ -196,7 +207,7 @@ class PendingQueue:
         if not self.parked:
             return False
         for cls in self.parked:
-            self.ready.add((self.classes[cls][0], cls))
+            _insort(self.ready, (self.classes[cls][0], cls))
         self.parked.clear()
         self.generic.clear()
         self.waiting_for.clear()
@@ -220,3 +231,14 @@ class PendingQueue:
         if cls is None:
             return None
         return self.parked.get(cls)
+
+
+_insort = insort
+
+
+def _remove(items: list[Any], item: Any) -> None:
+    """Remove `item` from the sorted list `items` (ValueError if absent, as SortedList)."""
+    i = bisect_left(items, item)
+    if i == len(items) or items[i] != item:
+        raise ValueError(f"{item!r} not in list")
+    del items[i]
