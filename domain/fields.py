@@ -45,7 +45,7 @@ class Fields:
     def __init__(self, data: object, path: builtins.str, reason: builtins.str) -> None:
         if data is None:
             data = {}
-        if not isinstance(data, Mapping):
+        elif type(data) is not dict and not isinstance(data, Mapping):  # dict first: no ABC check
             raise InvalidInput(reason, f"{path}: expected an object, got {type_name(data)}")
         self.data: Mapping[str, Any] = data
         self.path = path
@@ -141,7 +141,7 @@ class Fields:
         value = self.data.get(key)
         if value is None:
             return {}
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise self.fail(key, f"expected an object, got {type_name(value)}")
         out: dict[builtins.str, builtins.str] = {}
         for k in sorted(value):
