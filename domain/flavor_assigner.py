@@ -260,9 +260,14 @@ class FlavorAssigner:
         best_modes: dict[str, int] = {}
         best_mode = WORST
         least_severe = 0
+        flavors = self.flavors
         for fq in group.flavors:
             fname = fq.name
-            problem = self._eligibility(ps, fname)
+            rf = flavors.get(fname)
+            if rf is not None and not rf.node_taints and not (ps.node_selector and rf.node_labels):
+                problem = None  # nothing that could make it ineligible (see _eligibility)
+            else:
+                problem = self._eligibility(ps, fname)
             if problem is not None:
                 reasons_out.append(problem)
                 least_severe = _less_severe(least_severe, reasons.NO_MATCHING_FLAVOR)

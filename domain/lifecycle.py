@@ -133,6 +133,9 @@ def release(state: State, ws: WorkloadState) -> ClusterQueueState | None:
     return cq
 
 
+_NOTHING_FILED: dict[str, int] = {}  # no class filed by resource: nothing to compute (read only)
+
+
 def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]) -> None:
     """Quota came back in cq's cohort tree: wake, in every ClusterQueue of the tree, the parked
     heads that a release could help (see PendingQueue.wake_released)."""
@@ -146,11 +149,15 @@ def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]
         if member is None:
             continue
         queue = member.queue
-        if not queue.parked and not queue.blocked:
+        if not queue.parked and queue.blocker is None:
             continue
         filed = queue.thresholds
+        if not filed:
+            if queue.wake_released(_NOTHING_FILED) and member.active:
+                state.ready[member.name] = None
+            continue
         available: dict[str, int] = {}
-        for fr in released if filed else ():
+        for fr in released:
             if fr[1] not in filed or fr not in member.quotas:
                 continue
             parent = node.parent
