@@ -118,8 +118,13 @@ class QuotaNode:
         if parent is None:
             return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
         if parent.parent is None:
-            return self.available_below(fr, parent.subtree.get(fr, 0) - parent.usage.get(fr, 0))
-        return self.available_below(fr, parent.available(fr))
+            headroom = parent.subtree.get(fr, 0) - parent.usage.get(fr, 0)
+        else:
+            headroom = parent.available(fr)
+        if self.lending_limit or self.borrowing_limit:
+            return self.available_below(fr, headroom)
+        usage = self.usage.get(fr, 0)  # available_below with localQuota 0 and no borrowing limit
+        return headroom - usage if usage < 0 else headroom
 
     def available_below(self, fr: FR, headroom: int) -> int:
         """available() given what the parent has available (`headroom`)."""
