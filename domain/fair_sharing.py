@@ -37,10 +37,18 @@ _ZERO = Fraction(0)
 
 @dataclass(frozen=True, slots=True)
 class DRS:
-    ratio: Fraction  # unweighted: 1000 × borrowed / lendable, of the dominant resource
+    # The unweighted ratio num/den: 1000 × borrowed / lendable, of the dominant resource. Kept
+    # as two integers (not reduced) so that shares are compared by cross-multiplying, exactly,
+    # without building Fractions on the scheduling path.
+    num: int
+    den: int  # > 0
     weight: int  # milli-units
     dominant: str = ""
     borrowed: tuple[FR, ...] = ()
+
+    @property
+    def ratio(self) -> Fraction:
+        return Fraction(self.num, self.den)
 
     @property
     def borrowing(self) -> bool:
@@ -50,15 +58,15 @@ class DRS:
         return any(requested.get(fr, 0) > 0 for fr in self.borrowed)
 
     def zero_weight_borrows(self) -> bool:
-        return self.weight == 0 and self.ratio != 0
+        return self.weight == 0 and self.num != 0
 
     def share(self) -> Fraction | None:
         """The weighted share; None stands for +infinity (weight 0 while borrowing)."""
-        if self.ratio == 0:
+        if self.num == 0:
             return _ZERO
         if self.weight == 0:
             return None
-        return self.ratio * 1000 / self.weight
+        return Fraction(self.num * 1000, self.den * self.weight)
 
     def weighted_share(self) -> int:
         """Kueue's status.fairSharing.weightedShare: the share rounded up (MaxInt64 for +inf)."""
@@ -68,31 +76,26 @@ class DRS:
         return -((-share.numerator) // share.denominator)
 
 
-NEGATIVE = DRS(Fraction(-1), 1000)
+NEGATIVE = DRS(-1, 1, 1000)
 
 
 def compare(a: DRS, b: DRS) -> int:
     """Order two shares; +infinity (weight 0 while borrowing) above every finite share. Exact:
-    the weighted shares ratio·1000/weight are compared by cross-multiplying their integer
-    parts, which gives what comparing the Fractions would, without building them."""
-    ra, rb = a.ratio, b.ratio
-    a_inf = a.weight == 0 and ra.numerator != 0
-    b_inf = b.weight == 0 and rb.numerator != 0
+    the weighted shares num·1000/(den·weight) are compared by cross-multiplying."""
+    an, bn = a.num, b.num
+    a_inf = a.weight == 0 and an != 0
+    b_inf = b.weight == 0 and bn != 0
     if a_inf and b_inf:
-        return (ra > rb) - (ra < rb)
-    if a_inf:
+        left, right = an * b.den, bn * a.den
+    elif a_inf:
         return 1
-    if b_inf:
+    elif b_inf:
         return -1
-    if ra.numerator == 0:
-        left, a_den = 0, 1
+    elif not an or not bn:
+        # A zero share is zero whatever the weight; the other's sign decides.
+        return ((an > 0) - (an < 0)) - ((bn > 0) - (bn < 0))
     else:
-        left, a_den = ra.numerator * 1000, ra.denominator * a.weight
-    if rb.numerator == 0:
-        right, b_den = 0, 1
-    else:
-        right, b_den = rb.numerator * 1000, rb.denominator * b.weight
-    left, right = left * b_den, right * a_den  # both denominators are positive
+        left, right = an * b.den * b.weight, bn * a.den * a.weight  # both weights positive here
     return (left > right) - (left < right)
 
 
@@ -120,7 +123,7 @@ def dominant_resource_share(node: QuotaNode, cache: Lendable | None = None,
     `extra` is usage to count as if it were added to the node's (see `usage_seen_above`)."""
     parent = node.parent
     if parent is None:
-        return DRS(_ZERO, node.weight)
+        return DRS(0, 1, node.weight)
     borrowed_by_resource: dict[str, int] = {}
     borrowed: list[FR] = []
     usage = node.usage
@@ -132,7 +135,7 @@ def dominant_resource_share(node: QuotaNode, cache: Lendable | None = None,
             borrowed_by_resource[fr[1]] = borrowed_by_resource.get(fr[1], 0) + amount
             borrowed.append(fr)
     if not borrowed:
-        return DRS(_ZERO, node.weight)
+        return DRS(0, 1, node.weight)
     lendable = _lendable(parent, cache)
     # The largest borrowed/lendable, first in resource-name order on ties; compared as integer
     # cross-products, one Fraction built for the winner.
@@ -144,8 +147,9 @@ def dominant_resource_share(node: QuotaNode, cache: Lendable | None = None,
             num = borrowed_by_resource[resource] * 1000
             if num * best_den > best_num * total:
                 best_num, best_den, dominant = num, total, resource
-    ratio = Fraction(best_num, best_den) if best_num else _ZERO
-    return DRS(ratio, node.weight, dominant, tuple(sorted(borrowed)))
+    if not best_num:
+        return DRS(0, 1, node.weight, "", tuple(sorted(borrowed)))
+    return DRS(best_num, best_den, node.weight, dominant, tuple(sorted(borrowed)))
 
 
 def usage_seen_above(node: QuotaNode, usage: dict[FR, int]) -> dict[FR, int]:
@@ -250,9 +254,16 @@ class Tournament:
 class FairSharingPreemptor:
     def __init__(self, state: State) -> None:
         self.state = state
+        self._lendable: Lendable = {}
 
     def targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
                 frs: list[FR]) -> list[Target]:
+        policy = cq.spec.preemption
+        if policy.within_cluster_queue == NEVER and (
+            cq.node.parent is None or policy.reclaim_within_cohort == NEVER
+        ):
+            return []  # a non-preemptive queue: no candidate can exist
+        self._lendable = {}  # one attempt sees one configuration
         candidates = self._candidates(cq, ws, frs)
         if all(q.peek() is None for q in candidates.values()):
             return []
@@ -316,7 +327,7 @@ class FairSharingPreemptor:
     def _first_strategy(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR],
                         candidates: dict[str, _Queue], strategy: str,
                         taken: list[Target]) -> tuple[bool, list[tuple[WorkloadState, ClusterQueueState]]]:
-        ordering = _TargetOrdering(cq, candidates)
+        ordering = _TargetOrdering(cq, candidates, self._lendable)
         retry: list[tuple[WorkloadState, ClusterQueueState]] = []
         within_nominal = not any(cq.node.usage.get(fr, 0) > cq.node.nominal.get(fr, 0) for fr in frs)
         for target in ordering:
@@ -330,14 +341,14 @@ class FairSharingPreemptor:
                 if self._take(cq, requests, victim, target, reasons.IN_COHORT_RECLAMATION, taken):
                     return True, []
                 continue
-            preemptor_share, target_old = _shares(cq, target)
+            preemptor_share, target_old = _shares(cq, target, self._lendable)
             if preemptor_share.zero_weight_borrows() and not target_old.zero_weight_borrows():
                 while ordering.has(target):
                     retry.append((ordering.pop(target), target))
                 continue
             while ordering.has(target):
                 victim = ordering.pop(target)
-                target_new = _share_after_removal(cq, target, victim)
+                target_new = _share_after_removal(cq, target, victim, self._lendable)
                 if strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
                     passed = compare(preemptor_share, target_new) <= 0
                 else:
@@ -356,9 +367,10 @@ class FairSharingPreemptor:
         for victim, member in retry:
             by_queue.setdefault(member.name, []).append(victim)
             members[member.name] = member
-        ordering = _TargetOrdering(cq, {name: _Queue(members[name], iter(v)) for name, v in by_queue.items()})
+        queues = {name: _Queue(members[name], iter(v)) for name, v in by_queue.items()}
+        ordering = _TargetOrdering(cq, queues, self._lendable)
         for target in ordering:
-            preemptor_share, target_old = _shares(cq, target)
+            preemptor_share, target_old = _shares(cq, target, self._lendable)
             victim = ordering.pop(target)
             if compare(preemptor_share, target_old) < 0:
                 if self._take(cq, requests, victim, target, reasons.IN_COHORT_FAIR_SHARING, taken):
@@ -408,8 +420,9 @@ class _Queue:
 class _TargetOrdering:
     """Kueue's TargetClusterQueueOrdering: which ClusterQueue to take the next victim from."""
 
-    def __init__(self, cq: ClusterQueueState, queues: dict[str, _Queue]) -> None:
+    def __init__(self, cq: ClusterQueueState, queues: dict[str, _Queue], lendable: Lendable) -> None:
         self.cq = cq
+        self.lendable = lendable
         self.by_queue = queues
         self.ancestors = {id(n) for n in cq.node.ancestors()}
         self.pruned_queues: set[str] = set()
@@ -452,7 +465,7 @@ class _TargetOrdering:
         for child in children:
             if not child.is_cluster_queue or child.name in self.pruned_queues:
                 continue
-            drs = dominant_resource_share(child)
+            drs = dominant_resource_share(child, self.lendable)
             queue = self.by_queue.get(child.name)
             member = queue.member if queue is not None else None
             if (not drs.borrowing and child is not self.cq.node) or member is None or not self.has(member):
@@ -472,7 +485,7 @@ class _TargetOrdering:
         for child in children:
             if child.is_cluster_queue or id(child) in self.pruned_cohorts:
                 continue
-            drs = dominant_resource_share(child)
+            drs = dominant_resource_share(child, self.lendable)
             if not drs.borrowing and id(child) not in self.ancestors:
                 self.pruned_cohorts.add(id(child))
             elif compare(drs, best_cohort_drs) >= 0:
@@ -512,17 +525,18 @@ def _almost_lcas(cq: ClusterQueueState, target: ClusterQueueState) -> tuple[Quot
     return preemptor_side, target_side
 
 
-def _shares(cq: ClusterQueueState, target: ClusterQueueState) -> tuple[DRS, DRS]:
+def _shares(cq: ClusterQueueState, target: ClusterQueueState, lendable: Lendable) -> tuple[DRS, DRS]:
     p, t = _almost_lcas(cq, target)
-    return dominant_resource_share(p), dominant_resource_share(t)
+    return dominant_resource_share(p, lendable), dominant_resource_share(t, lendable)
 
 
-def _share_after_removal(cq: ClusterQueueState, target: ClusterQueueState, victim: WorkloadState) -> DRS:
+def _share_after_removal(cq: ClusterQueueState, target: ClusterQueueState, victim: WorkloadState,
+                         lendable: Lendable) -> DRS:
     admission = victim.admission
     assert admission is not None
     target.node.add_usages(admission.usage, -1)
     _, t = _almost_lcas(cq, target)
-    share = dominant_resource_share(t)
+    share = dominant_resource_share(t, lendable)
     target.node.add_usages(admission.usage)
     return share
 
