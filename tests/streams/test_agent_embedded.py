@@ -165,6 +165,10 @@ async def test_killing_the_engine_process_makes_the_agent_recover(tmp_path: Path
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
             assert agent.status.processed < n - 1, "the kill must land with work left"
+            # Noticed even when the dead engine had already answered every batch handed to it.
+            while agent.status.engine_pid == pid or agent.status.role != "active":
+                assert not task.done(), agent.status
+                await asyncio.sleep(0.005)
         await agent.wait_processed(n - 1, timeout=60)
     finally:
         agent.stop()

@@ -186,6 +186,13 @@ async def test_kafka_killing_the_engine_process_makes_the_agent_recover(
             pid = await wait_for_engine(agent, k, timeout=60)
             await wait_for_cause(kafka_log, topics.decisions, point, timeout=60, agents=[agent])
             os.kill(pid, signal.SIGKILL)
+            # The next engine process: the death is noticed even if the dead one had finished.
+            await wait_for_engine(agent, k + 1, timeout=60)
+        for _ in range(1200):  # the last recovery may come after the last decision was in
+            if sum(line.get("event") == "recovered" for line in agent.lines()) == len(points) + 1:
+                break
+            assert agent.alive, agent.tail()
+            await asyncio.sleep(0.05)
         await wait_for_cause(kafka_log, topics.decisions, n - 1, timeout=90, agents=[agent])
         assert agent.alive, agent.tail()
         assert len(engine_pids(agent)) == len(points) + 1
