@@ -672,7 +672,8 @@ class Run:
 
 
 def run_once(
-    variant: Variant, mode: str, workloads: int, round_: int = 0, profiler: cProfile.Profile | None = None
+    variant: Variant, mode: str, workloads: int, round_: int = 0, profiler: cProfile.Profile | None = None,
+    gc_freeze: bool = False,
 ) -> Run:
     """A fresh engine, the prelude untimed, then the measured stream, timed chunk by chunk."""
     engine = Engine()
@@ -692,6 +693,10 @@ def run_once(
     window: dict[str, float] = {}
     perf_counter, process_time = time.perf_counter, time.process_time
     gc.collect()
+    if gc_freeze:
+        # What an agent may do once it has loaded its state: everything alive now (the pre-load,
+        # and this process's own data) leaves the collector's generations for good.
+        gc.freeze()
     for start, stop in zip(bounds, bounds[1:]):
         chunk: list[Any] = stream[start:stop]
         if mode == "dict":
@@ -714,13 +719,16 @@ def run_once(
         for out in results:
             tally.feed(out, measured=True)
         del results, chunk
+    if gc_freeze:
+        gc.unfreeze()
     run = Run(variant.name, mode, round_, len(stream), {"wall": wall, "cpu": cpu}, variant.window, window)
     run.summary = tally.summary(variant, workloads)
     return run
 
 
 def measure(
-    variants: dict[str, Variant], modes: Sequence[str], repeat: int, workloads: int, progress: bool
+    variants: dict[str, Variant], modes: Sequence[str], repeat: int, workloads: int, progress: bool,
+    gc_freeze: bool = False,
 ) -> list[Run]:
     runs: list[Run] = []
     names = list(variants)
@@ -729,7 +737,7 @@ def measure(
         mode_order = list(modes) if r % 2 == 0 else list(reversed(modes))
         for name in order:
             for mode in mode_order:
-                run = run_once(variants[name], mode, workloads, r)
+                run = run_once(variants[name], mode, workloads, r, gc_freeze=gc_freeze)
                 runs.append(run)
                 if progress:
                     extra = (
@@ -870,6 +878,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append("--profile")
         if args.profile_variant != "base":
             parts.append(f"--profile-variant {args.profile_variant}")
+    if args.gc_freeze:
+        parts.append("--gc-freeze")
     if args.json:
         parts.append("--json")
     return " ".join(parts)
@@ -1049,6 +1059,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cq10-window", type=float, default=1 / CQ_SCALE,
         help="share of the stream's virtual time that cq10 replays (default 0.1; 1 = all of it)",
     )
+    parser.add_argument(
+        "--gc-freeze", action="store_true",
+        help="gc.freeze() after each run's untimed pre-load (what an agent may do after loading its state); "
+        "default off: GC as the agent runs it today",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     parser.add_argument(
         "--profile", action="store_true",
@@ -1080,7 +1095,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(profile(variants[args.profile_variant], args.modes[0], args.workloads))
         return 0
 
-    runs = measure(variants, args.modes, args.repeat, args.workloads, progress=True)
+    runs = measure(variants, args.modes, args.repeat, args.workloads, progress=True, gc_freeze=args.gc_freeze)
     analysis = analyse(runs, variants, args.modes)
     first: dict[str, dict[str, Any]] = {}
     for run in runs:
