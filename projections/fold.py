@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -308,7 +308,7 @@ class Histogram:
         self._buckets = [0] * len(WAIT_BUCKETS)
         self._count = 0
         self._sum = 0.0
-        self._waiting = array("d")
+        self._waiting: list[float] = []  # (a list: appending to it is several times cheaper than to an array)
 
     def observe(self, value: float) -> None:
         waiting = self._waiting
@@ -330,7 +330,7 @@ class Histogram:
             total += value
         self._sum = total
         self._count += len(waiting)
-        self._waiting = array("d")
+        self._waiting = []
 
     @property
     def buckets(self) -> list[int]:
@@ -494,19 +494,21 @@ def accepted_stamp(data: msgspec.Raw | bytes) -> Stamp | None:
         doc = _workload_doc.decode(data)
     except msgspec.DecodeError:  # not an object (or metadata is not): the full parse says why
         return None
-    return _stamp_of(doc, lambda: _json.decode(data))
+    return _stamp_of(doc, data, False)
 
 
-def _stamp_of(doc: _WorkloadDoc, whole: Callable[[], Any]) -> Stamp | None:
-    """`accepted_stamp` of a decoded `_WorkloadDoc`; `whole()` gives the Workload as a dict
-    (read only when its template is new)."""
+def _stamp_of(doc: _WorkloadDoc, source: msgspec.Raw | bytes, in_event: bool) -> Stamp | None:
+    """`accepted_stamp` of a decoded `_WorkloadDoc`. `source` is the JSON it was decoded from
+    (the Workload, or the event holding it when `in_event`), decoded again only when its
+    template is new."""
     meta = doc.metadata
     if meta is None or type(meta.name) is not str or not (meta.namespace is None or type(meta.namespace) is str):
         return None
     key = (meta.namespace, bytes(meta.labels), bytes(doc.kind), bytes(doc.spec))
     template = _RAW_SPECS.get(key)
     if template is None:
-        template = _template_of(whole())
+        whole = _json.decode(source)
+        template = _template_of(whole.get("workload") if in_event else whole)
         if template is None:
             return None
         if len(_RAW_SPECS) >= 4096:
@@ -560,9 +562,9 @@ class Projection:
         self.decisions = 0
         self.counters = Counters()
         self.anomalies: list[str] = []  # decisions that do not fit the fold (should stay empty)
-        # history: workload -> [decision log offset, cause offset, ...]
+        # history: workload -> [decision log offset, cause offset, ...] (see _settle_history)
         self.track_history = history
-        self.history: dict[str, array[int]] = {}
+        self.history: dict[str, list[int] | array[int]] = {}
         # one workload's history with the records themselves (CLI history/explain)
         self.focus = focus
         self.focus_records: list[tuple[DecisionRecord, bytes | None, int]] = []
@@ -659,7 +661,7 @@ class Projection:
         if env.type == "WorkloadSubmitted":
             try:
                 doc = env.workload
-                stamp = _stamp_of(doc, lambda: _json.decode(value)["workload"]) if doc is not None else None
+                stamp = _stamp_of(doc, value, True) if doc is not None else None
                 if stamp is None:
                     self._submit(parse_accepted(_json.decode(value).get("workload")), None, None, None, seq)
                 else:
@@ -1114,9 +1116,12 @@ class Projection:
                 if history is not None:
                     hist = history.get(wl)
                     if hist is None:
-                        hist = history[wl] = array("q")
-                    hist.append(rec.offset)
-                    hist.append(rec.cause_offset)
+                        history[wl] = [rec.offset, rec.cause_offset]
+                    elif type(hist) is list:
+                        hist += (rec.offset, rec.cause_offset)
+                    else:  # settled (see _settle_history)
+                        hist.append(rec.offset)
+                        hist.append(rec.cause_offset)
                 if wl == focus:
                     self.focus_records.append((rec, cause_value, self._timestamp_ms))
             handlers[kind](self, d, rec)
@@ -1291,15 +1296,24 @@ class Projection:
             s.finished += 1
         self._forget(wv)
         self.finished[key] = None
+        self._settle_history(key)
 
     def _on_deleted(self, d: Deleted, rec: DecisionRecord) -> None:
         key = d.workload or ""
+        self._settle_history(key)
         if key in self.finished:
             del self.finished[key]
             return
         wv = self._workload_of(d)
         if wv is not None:
             self._forget(wv)
+
+    def _settle_history(self, key: str) -> None:
+        """A workload's history is a list while it lives (cheap to append to) and an array of
+        64-bit offsets once it is gone (a quarter of the memory; later decisions still append)."""
+        hist = self.history.get(key)
+        if type(hist) is list:
+            self.history[key] = array("q", hist)
 
     def _forget(self, wv: WorkloadView) -> None:
         if wv.queued_in is not None:
