@@ -599,6 +599,8 @@ class Projection:
         for d in decisions:
             dec = d.decision
             kind = type(dec)
+            if kind not in _SPECIAL:
+                continue
             if kind is Rejected:
                 if rejections is _NO_REJECTIONS:
                     rejections = []
@@ -1296,7 +1298,9 @@ class Projection:
             s.finished += 1
         self._forget(wv)
         self.finished[key] = None
-        self._settle_history(key)
+        hist = self.history.get(key)
+        if type(hist) is list:  # _settle_history, inline
+            self.history[key] = array("q", hist)
 
     def _on_deleted(self, d: Deleted, rec: DecisionRecord) -> None:
         key = d.workload or ""
@@ -1440,6 +1444,7 @@ class Projection:
 
 _NO_EVICTIONS: dict[str, int] = {}  # (_admission_check_state only decrements a count it found)
 _NO_REJECTIONS: list[Rejected] = []  # (_rejected_by_name only deletes one it found)
+_SPECIAL = frozenset((Rejected, Evicted))  # decisions that say how the input event itself was taken
 
 # Events whose whole effect on the views shows in their decisions (the handlers only validate).
 _DECIDED_BY_DECISIONS = frozenset(("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))

@@ -32,7 +32,12 @@ from projections.fold import Projection
 from projections.records import DecisionRecord as DecisionRecord  # (re-exported, as the three below)
 from projections.records import ProjectionError as ProjectionError
 from projections.records import decode_decision as decode_decision
+from projections.records import decode_records
 from streams.log import EventLog, Reader, Record, Topics
+
+
+_NO_DECISIONS: list[DecisionRecord] = []
+_NEVER = 1 << 63  # past any offset
 
 
 def snapshot_offset(record: Record) -> int | None:
@@ -170,8 +175,7 @@ class Follower:
         groups = self._groups
         last = groups[-1] if groups else None
         recent = self.recent_decisions if self.recent_decisions.size else None
-        for r in records:
-            rec = decode_decision(r.offset, r.value)
+        for rec in decode_records(records):
             cause = rec.cause_offset
             if last is not None and last[0] == cause:
                 last[1].append(rec)
@@ -181,7 +185,8 @@ class Follower:
                     self._complete = cause - 1
                 last = (cause, [rec])
                 groups.append(last)
-            if recent is not None:
+        if recent is not None:
+            for r in records:
                 recent.add(r.offset, r.value, r.timestamp_ms)
         self._buffered += len(records)
         self.status.decisions_read += len(records)
@@ -211,13 +216,15 @@ class Follower:
         groups = self._groups
         apply = self.projection.apply
         recent = self.recent_inputs if self.recent_inputs.size else None
-        n = 0
+        before = len(inputs)
         folded_decisions = 0
+        # the next decided group's cause offset (an input event without one folds no decisions)
+        next_cause = groups[0][0] if groups else _NEVER
         while inputs and inputs[0].offset <= w:
             record = inputs.popleft()
             offset = record.offset
-            group: list[DecisionRecord] = []
-            if groups and groups[0][0] <= offset:
+            group = _NO_DECISIONS  # (apply never changes the list it is given)
+            if next_cause <= offset:
                 cause, group = groups.popleft()
                 if cause < offset:
                     raise ProjectionError(
@@ -225,10 +232,11 @@ class Follower:
                         f"which is not in the input log {self.topics.input!r} (next input offset {offset})"
                     )
                 folded_decisions += len(group)
+                next_cause = groups[0][0] if groups else _NEVER
             apply(offset, record.value, group, record.timestamp_ms)
             if recent is not None:
                 recent.add(offset, record.value, record.timestamp_ms)
-            n += 1
+        n = before - len(inputs)
         if n:
             self._buffered -= folded_decisions
             self.status.watermark = self.projection.position

@@ -280,7 +280,8 @@ def test_fold_reads_decisions_as_the_engine_decodes_them() -> None:
     from domain.decisions import Admitted, QuotaReserved
     from domain.decisions import decode as engine_decode
     from projections.logs import decode_decision
-    from projections.records import assignment_usage
+    from projections.records import assignment_usage, decode_records
+    from streams.log import Record
 
     values = [v for group in decide(list(Generator(2).events(600))) for v in group]
     held = 0
@@ -299,6 +300,11 @@ def test_fold_reads_decisions_as_the_engine_decodes_them() -> None:
             assert rec.usage is None
         assert mine == theirs
     assert held > 50
+    # The Follower's batch decoding gives the same records (a bad one included).
+    bad_first = b'{"type":"Admitted","cause":{"offset":1,"index":0},"clusterQueue":"cq","podSetAssignments":[7]}'
+    records = [Record("d", i, v) for i, v in enumerate([bad_first, *values])]
+    assert decode_records(records) == [decode_decision(r.offset, r.value) for r in records]
+    assert decode_records(records)[0].decision is None
     # An assignment the engine's decoder refuses (count is not an integer): no decision, same cause.
     bad = (b'{"type":"Admitted","workload":"ns/w","cause":{"offset":7,"index":1},"clusterQueue":"cq",'
            b'"podSetAssignments":[{"name":"main","flavors":{"cpu":"f"},"resourceUsage":{"cpu":"1"},"count":"x"}]}')
