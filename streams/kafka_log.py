@@ -44,6 +44,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka.producer import sender as _aiokafka_sender
 from aiokafka.errors import (
+    IllegalOperation,
     InvalidProducerEpoch,
     KafkaError,
     ProducerFenced,
@@ -402,10 +403,15 @@ class KafkaWriter(TransactionalWriter):
             with contextlib.suppress(Exception):
                 if producer._txn_manager is not None and producer._txn_manager.is_in_transaction():
                     await asyncio.wait_for(producer.abort_transaction(), 5)
+            if isinstance(exc, IllegalOperation):
+                # The fencing answer to one batch of a multi-topic send can arrive before the
+                # next batch is sent: aiokafka then refuses it as "not in transaction" and the
+                # transaction manager holds the real cause.
+                exc = _fatal_cause(producer) or exc
             if isinstance(exc, (ProducerFenced, InvalidProducerEpoch)):
                 self._lost = True
                 raise Fenced(str(exc)) from exc
-            if isinstance(exc, (KafkaError, asyncio.TimeoutError, OSError)):
+            if isinstance(exc, (KafkaError, asyncio.TimeoutError, OSError, IllegalOperation)):
                 self._lost = True  # the outcome is unknown: acquire again before writing
                 raise LogUnavailable(f"transaction failed: {exc!r}") from exc
             raise
@@ -434,6 +440,22 @@ class KafkaWriter(TransactionalWriter):
         self._lost = False
 
 
+def _fatal_cause(producer: AIOKafkaProducer) -> BaseException | None:
+    """The error that put the producer's transaction manager in its fatal state, if it is in one."""
+    manager = producer._txn_manager
+    if manager is None or not manager.is_fatal_error():
+        return None
+    waiter = manager._transaction_waiter
+    if not waiter.done() or waiter.cancelled():
+        return None
+    return waiter.exception()
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class _KafkaTransaction(Transaction):
     def __init__(self, producer: AIOKafkaProducer) -> None:
         self._producer = producer
@@ -460,24 +482,35 @@ async def send_batched(producer: AIOKafkaProducer, items: Sequence[tuple[str, Me
     for i, (topic, _) in enumerate(items):
         by_topic.setdefault(topic, []).append(i)
     sent: list[tuple[asyncio.Future[Any], list[int]]] = []
-    for topic, indices in by_topic.items():
-        start = 0
-        while start < len(indices):
-            batch = producer.create_batch()
-            end = start
-            while end < len(indices):
-                m = items[indices[end]][1]
-                if batch.append(key=m.key, value=m.value, timestamp=None, headers=list(m.headers)) is None:
-                    break
-                end += 1
-            if end == start:
-                raise LogError(f"a record of {len(items[indices[start]][1].value or b'')} bytes does not fit in a batch")
-            batch.close()
-            sent.append((await producer.send_batch(batch, topic, partition=0), indices[start:end]))
-            start = end
+    try:
+        for topic, indices in by_topic.items():
+            start = 0
+            while start < len(indices):
+                batch = producer.create_batch()
+                end = start
+                while end < len(indices):
+                    m = items[indices[end]][1]
+                    if batch.append(key=m.key, value=m.value, timestamp=None, headers=list(m.headers)) is None:
+                        break
+                    end += 1
+                if end == start:
+                    raise LogError(f"a record of {len(items[indices[start]][1].value or b'')} bytes does not fit in a batch")
+                batch.close()
+                sent.append((await producer.send_batch(batch, topic, partition=0), indices[start:end]))
+                start = end
+    except BaseException:
+        # A later batch failed (e.g. fenced): nobody awaits the earlier ones now.
+        for future, _ in sent:
+            future.add_done_callback(_retrieve)
+        raise
     offsets = [0] * len(items)
-    for future, indices in sent:
-        base = (await future).offset
-        for n, i in enumerate(indices):
-            offsets[i] = base + n
+    try:
+        for future, indices in sent:
+            base = (await future).offset
+            for n, i in enumerate(indices):
+                offsets[i] = base + n
+    except BaseException:
+        for future, _ in sent:
+            future.add_done_callback(_retrieve)
+        raise
     return offsets
