@@ -448,7 +448,8 @@ def _fatal_cause(producer: AIOKafkaProducer) -> BaseException | None:
     waiter = manager._transaction_waiter
     if not waiter.done() or waiter.cancelled():
         return None
-    return waiter.exception()
+    cause: BaseException | None = waiter.exception()
+    return cause
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
