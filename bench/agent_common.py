@@ -86,7 +86,14 @@ class AgentProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
+                # A process group of its own (stop() signals the agent and its engine process
+                # together), but not a session of its own: with the kernel's autogroup
+                # scheduling (sched_autogroup_enabled, on here) a new session is a new CPU
+                # group, so on a loaded machine the agent and its engine process would share one
+                # group's slice while the in-process runs and the passthrough they are compared
+                # with get the bench's: the CLI agent measured 1.2-2x slower in wall time for
+                # the same CPU, all of it run-queue wait (bench/agent.md, "the CLI agent's wait").
+                process_group=0,
             )
 
     def lines(self) -> list[dict[str, Any]]:
