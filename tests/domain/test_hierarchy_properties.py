@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from unittest.mock import patch
 
+from draining import admitted_alone, drain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_engine_properties import usage_of
@@ -550,30 +551,19 @@ def test_a_drained_tree_leaves_nothing_waiting(tree: Tree, ops_: list[Any]) -> N
             submitted[f"{meta['namespace']}/{meta['name']}"] = event["workload"]
     offset = 10**6  # past the stream; offsets only need to grow
     state = engine.state
-    for _round in range(len(submitted) + 1):
-        holding = sorted(k for k, ws in state.workloads.items() if ws.admission is not None)
-        if not holding:
-            break
-        for key in holding:
-            ws = state.workloads.get(key)
-            if ws is None or ws.admission is None:
-                continue
-            ns, name = key.split("/", 1)
-            kind = "WorkloadReleased" if ws.evicted else "WorkloadFinished"
-            decisions_of(engine, {"type": kind, "namespace": ns, "name": name}, offset)
-            offset += 1
-    assert all(ws.admission is None for ws in state.workloads.values()), "draining never ends"
+
+    def send(event: dict[str, Any]) -> None:
+        nonlocal offset
+        decisions_of(engine, event, offset)
+        offset += 1
+
+    drain(state, send)
     setup = setup_events(tree)
     for key, ws in sorted(state.workloads.items()):
-        if not ws.queued:
-            continue
-        alone = Engine()
-        for i, event in enumerate(setup):
-            alone.apply(event, i)
-        decisions = decisions_of(alone, {"type": "WorkloadSubmitted", "workload": submitted[key]}, len(setup))
-        assert not any(d["type"] == "Admitted" for d in decisions), (
-            f"drained tree: {key} still waits ({ws.last_status}) but is admitted when alone"
-        )
+        if ws.queued:
+            assert not admitted_alone(setup, submitted[key]), (
+                f"drained tree: {key} still waits ({ws.last_status}) but is admitted when alone"
+            )
 
 
 def test_formulas_match_the_documented_example() -> None:

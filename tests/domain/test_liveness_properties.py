@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from draining import admitted_alone, drain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_engine_properties import (
@@ -53,15 +54,6 @@ def config_events(event: dict[str, Any]) -> list[dict[str, Any]]:
     return [event] if event["type"] == "ConfigApplied" else []
 
 
-def admitted_alone(config: list[dict[str, Any]], workload: dict[str, Any]) -> bool:
-    """Would a fresh engine with this configuration admit this workload, alone?"""
-    engine = Engine()
-    for offset, event in enumerate(config):
-        engine.apply(event, offset)
-    decisions = decisions_of(engine, {"type": "WorkloadSubmitted", "workload": workload}, len(config))
-    return any(d["type"] in ("Admitted", "QuotaReserved") for d in decisions)
-
-
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=configs() | cohort_configs(), ops=streams(max_delta_low=-2), strict_mask=st.integers(0, 15))
 def test_a_drained_cluster_leaves_no_workload_waiting_for_quota(config: Config, ops: list[Any], strict_mask: int) -> None:
@@ -83,15 +75,13 @@ def test_a_drained_cluster_leaves_no_workload_waiting_for_quota(config: Config, 
         offset += 1
 
     state = engine.state
-    for _round in range(len(model.submitted) + 1):
-        holding = sorted(key for key, ws in state.workloads.items() if ws.admission is not None)
-        if not holding:
-            break
-        for key in holding:
-            namespace, name = key.split("/")
-            decisions_of(engine, {"type": "WorkloadFinished", "namespace": namespace, "name": name}, offset)
-            offset += 1
-    assert all(ws.admission is None for ws in state.workloads.values()), "draining never ends"
+
+    def send(event: dict[str, Any]) -> None:
+        nonlocal offset
+        decisions_of(engine, event, offset)
+        offset += 1
+
+    drain(state, send)
     for cq in state.cluster_queues.values():
         assert not any(cq.node.usage.values()), f"{cq.name} still uses {cq.node.usage} with nothing admitted"
 

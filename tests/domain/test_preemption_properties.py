@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import msgspec
+from draining import admitted_alone, drain
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -409,32 +410,16 @@ def _drain_and_check(engine: Engine, apply: Any, log: list[dict[str, Any]]) -> N
     engine with the same configuration admits when given it alone."""
     config = [e for e in log if e["type"] == "ConfigApplied"]
     state = engine.state
-    for _round in range(len(state.workloads) + 1):
-        holding = sorted(k for k, ws in state.workloads.items() if ws.admission is not None)
-        if not holding:
-            break
-        for key in holding:
-            ws = state.workloads.get(key)
-            if ws is None or ws.admission is None:
-                continue  # gone, or released, by an earlier event of this round
-            ns, name = key.split("/")
-            kind = "WorkloadReleased" if ws.evicted else "WorkloadFinished"
-            apply({"type": kind, "namespace": ns, "name": name})
-    assert all(ws.admission is None for ws in state.workloads.values()), "draining never ends"
+    drain(state, apply)
     submitted = {
         f"{e['workload']['metadata']['namespace']}/{e['workload']['metadata']['name']}": e["workload"]
         for e in log if e["type"] in ("WorkloadSubmitted", "WorkloadUpdated")
     }
     for key, ws in sorted(state.workloads.items()):
-        if not ws.queued:
-            continue
-        alone = Engine()
-        for offset, event in enumerate(config):
-            alone.apply(event, offset)
-        decisions = alone.apply({"type": "WorkloadSubmitted", "workload": submitted[key]}, len(config))
-        assert not any(type(d).__name__ == "Admitted" for d in decisions), (
-            f"drained cluster: {key} still waits ({ws.last_status}) but is admitted when alone"
-        )
+        if ws.queued:
+            assert not admitted_alone(config, submitted[key]), (
+                f"drained cluster: {key} still waits ({ws.last_status}) but is admitted when alone"
+            )
 
 
 # No shrinking: a failure is reported with its whole input log (see run), and shrinking long
