@@ -483,6 +483,7 @@ async def send_batched(producer: AIOKafkaProducer, items: Sequence[tuple[str, Me
     for i, (topic, _) in enumerate(items):
         by_topic.setdefault(topic, []).append(i)
     sent: list[tuple[asyncio.Future[Any], list[int]]] = []
+    offsets = [0] * len(items)
     try:
         for topic, indices in by_topic.items():
             start = 0
@@ -499,18 +500,12 @@ async def send_batched(producer: AIOKafkaProducer, items: Sequence[tuple[str, Me
                 batch.close()
                 sent.append((await producer.send_batch(batch, topic, partition=0), indices[start:end]))
                 start = end
-    except BaseException:
-        # A later batch failed (e.g. fenced): nobody awaits the earlier ones now.
-        for future, _ in sent:
-            future.add_done_callback(_retrieve)
-        raise
-    offsets = [0] * len(items)
-    try:
         for future, indices in sent:
             base = (await future).offset
             for n, i in enumerate(indices):
                 offsets[i] = base + n
     except BaseException:
+        # A batch failed (e.g. fenced): nobody awaits the others now.
         for future, _ in sent:
             future.add_done_callback(_retrieve)
         raise
