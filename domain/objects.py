@@ -102,6 +102,15 @@ class ResourceGroup:
     flavors: tuple[FlavorQuotas, ...]
 
 
+def quotas_by_flavor_resource(groups: tuple[ResourceGroup, ...]) -> dict[FR, ResourceQuota]:
+    out: dict[FR, ResourceQuota] = {}
+    for group in groups:
+        for flavor in group.flavors:
+            for resource, quota in flavor.resources:
+                out[(flavor.name, resource)] = quota
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Preemption:
     within_cluster_queue: str = NEVER
@@ -139,12 +148,7 @@ class ClusterQueueSpec:
     yunikorn_rules: bool = False
 
     def quotas(self) -> dict[FR, ResourceQuota]:
-        out: dict[FR, ResourceQuota] = {}
-        for group in self.resource_groups:
-            for flavor in group.flavors:
-                for resource, quota in flavor.resources:
-                    out[(flavor.name, resource)] = quota
-        return out
+        return quotas_by_flavor_resource(self.resource_groups)
 
     def flavor_names(self) -> tuple[str, ...]:
         return tuple(f.name for g in self.resource_groups for f in g.flavors)
@@ -159,12 +163,7 @@ class CohortSpec:
     yunikorn_rules: bool = False
 
     def quotas(self) -> dict[FR, ResourceQuota]:
-        out: dict[FR, ResourceQuota] = {}
-        for group in self.resource_groups:
-            for flavor in group.flavors:
-                for resource, quota in flavor.resources:
-                    out[(flavor.name, resource)] = quota
-        return out
+        return quotas_by_flavor_resource(self.resource_groups)
 
 
 @dataclass(frozen=True, slots=True)
