@@ -164,6 +164,8 @@ class _GroupResult:
 class FlavorAssigner:
     """Assigns flavors for one workload in one ClusterQueue against the current quota tree."""
 
+    __slots__ = ("cq", "node", "groups", "flavors", "oracle", "can_preempt_while_borrowing", "quotas", "flat_parent")
+
     def __init__(
         self,
         cq: ClusterQueueSpec,
@@ -181,6 +183,14 @@ class FlavorAssigner:
         self.oracle = oracle
         self.can_preempt_while_borrowing = can_preempt_while_borrowing
         self.quotas = cq.quotas() if quotas is None else quotas
+        # The usual ClusterQueue: in a flat cohort, with no lending or borrowing limits. Its
+        # available() is the cohort's free quota (see QuotaNode.available), read inline in _fits.
+        parent = node.parent
+        self.flat_parent = (
+            parent
+            if parent is not None and parent.parent is None and not node.lending_limit and not node.borrowing_limit
+            else None
+        )
 
     def assign(self, wl: WorkloadSpec, counts: list[int] | None = None) -> Assignment:
         result = Assignment(pod_sets=[])
@@ -305,16 +315,29 @@ class FlavorAssigner:
 
     def _fits(self, fr: FR, assumed: int, request: int) -> tuple[int, int, str, str]:
         """Kueue's fitsResourceQuota: (granular mode, borrowing level, reason text, NoFit reason)."""
-        flavor, res = fr
         node = self.node
         value = assumed + request
-        available = node.available(fr)
-        if available < 0:
-            available = 0
-        if value <= available:
-            if node.parent is None or node.usage.get(fr, 0) + value <= node.subtree.get(fr, 0):
-                return _FIT_NO_BORROWING  # borrowing_level is 0 without borrowing
-            return FIT, borrowing_level(node, fr, value)[0], "", ""
+        parent = self.flat_parent
+        if parent is not None:
+            usage = node.usage.get(fr, 0)
+            available = parent.subtree.get(fr, 0) - parent.usage.get(fr, 0)
+            if usage < 0:
+                available -= usage
+            if available < 0:
+                available = 0
+            if value <= available:
+                if usage + value <= node.subtree.get(fr, 0):
+                    return _FIT_NO_BORROWING  # borrowing_level is 0 without borrowing
+                return FIT, borrowing_level(node, fr, value)[0], "", ""
+        else:
+            available = node.available(fr)
+            if available < 0:
+                available = 0
+            if value <= available:
+                if node.parent is None or node.usage.get(fr, 0) + value <= node.subtree.get(fr, 0):
+                    return _FIT_NO_BORROWING  # borrowing_level is 0 without borrowing
+                return FIT, borrowing_level(node, fr, value)[0], "", ""
+        flavor, res = fr
         capacity = node.potential_available(fr)
         if value > capacity:
             text = (

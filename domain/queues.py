@@ -53,7 +53,9 @@ class PendingQueue:
         # available in some flavor. This is what keeps a finish cheap under a large backlog.
         self.generic: dict[Hashable, None] = {}
         self.waiting_for: dict[Hashable, tuple[str, int, int]] = {}  # class -> (resource, amount, serial)
-        self.thresholds: dict[str, Any] = {}  # resource -> SortedList[(amount, serial, class)]
+        # resource -> [(amount, serial, class)], sorted: a plain list kept with bisect, as `ready`
+        # (one entry per filed class, and each is read and changed on a per-release path).
+        self.thresholds: dict[str, list[tuple[int, int, Hashable]]] = {}
         self.serial = 0
 
     def __len__(self) -> int:
@@ -156,8 +158,8 @@ class PendingQueue:
         self.waiting_for[cls] = (resource, amount, self.serial)
         index = self.thresholds.get(resource)
         if index is None:
-            index = self.thresholds[resource] = SortedList()
-        index.add((amount, self.serial, cls))
+            index = self.thresholds[resource] = []
+        _insort(index, (amount, self.serial, cls))
 
     def _unfile(self, cls: Hashable) -> None:
         self.parked.pop(cls, None)
@@ -165,7 +167,12 @@ class PendingQueue:
         filed = self.waiting_for.pop(cls, None)
         if filed is not None:
             resource, amount, serial = filed
-            self.thresholds[resource].remove((amount, serial, cls))
+            index = self.thresholds[resource]
+            _remove(index, (amount, serial, cls))
+            if not index:
+                # An empty index left behind would make every release compute availability
+                # for this queue (wake_after_release skips queues with nothing filed).
+                del self.thresholds[resource]
 
     def _wake(self, cls: Hashable) -> None:
         self._unfile(cls)

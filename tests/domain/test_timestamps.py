@@ -1,4 +1,4 @@
-"""Event times: the fixed-layout fast path reads exactly what the general RFC 3339 parser reads."""
+"""Event times: the fast path (C fromisoformat on strings) reads exactly what the general RFC 3339 parser reads."""
 
 from __future__ import annotations
 
