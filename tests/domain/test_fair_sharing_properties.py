@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import contextmanager
+from copy import deepcopy
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterator
@@ -34,10 +35,12 @@ from unittest.mock import patch
 
 from hypothesis import example, given
 from hypothesis import strategies as st
-from test_hierarchy_properties import CPU, FR, PROPERTY, Node, Quota, Quotas, Submit, Tree, ops, replay, trees
+from test_hierarchy_properties import (CPU, FR, PROPERTY, Node, Quota, Quotas, Submit, Tree, ops, replay, setup_events,
+                                      trees)
 
 from domain.engine import Engine
 from domain.fair_sharing import FairSharingPreemptor, dominant_resource_share
+from domain.scheduler import Scheduler
 from domain.state import ClusterQueueState, State, WorkloadState
 
 S2A = "LessThanOrEqualToFinalShare"
@@ -272,3 +275,68 @@ def test_immediate_release_preemption_settles_in_a_cohort_tree() -> None:
     decisions = [d for _e, _l, _ev, ds, _w in replay(tree, stream) for d in ds]
     preempted = [d["workload"] for d in decisions if d["type"] == "Preempted"]
     assert len(preempted) == len(set(preempted)), f"preempted more than once for one event: {preempted}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Kueue's guarantee that fair-sharing preemption does not ping-pong (site/content/en/docs/concepts/
+# fair_sharing.md, "Proof that two workloads won't preempt each other", kueue#6888)
+
+FLAT_STRATEGIES = ((S2A,), (S2B,), (S2A, S2B))
+
+
+@st.composite
+def flat_cohorts(draw: st.DrawFn) -> Tree:
+    """One Cohort (the proof covers flat cohorts only), 2-3 ClusterQueues that may always reclaim
+    (reclaimWithinCohort Any, so priorities never stop a fair-sharing preemption), one flavor of
+    one resource (so admitting a borrowing workload always raises its queue's share: the proof's
+    assumption), Immediate release (a preemption and its preemptor's admission in one event)."""
+    cqs = tuple(
+        Node(f"q{i}", True, "all", (("f1", Quota(draw(st.integers(0, 4)))),), draw(st.sampled_from(FAIR_WEIGHTS)),
+             preemption=("Never", "Any", "Never"))
+        for i in range(draw(st.integers(2, 3)))
+    )
+    root = Node("all", False, None, (("f1", Quota(draw(st.integers(0, 2)))),))
+    return Tree(("f1",), (root, *cqs), "FairSharing", "Immediate", draw(st.sampled_from(FLAT_STRATEGIES)))
+
+
+@PROPERTY
+@given(tree=flat_cohorts(), ops_=ops(submits=8, releases=0, finishes=2, deletes=0, min_size=10, max_size=40))
+def test_a_fair_sharing_victim_cannot_preempt_its_preemptor_back(tree: Tree, ops_: list[Any]) -> None:
+    """Right after A is admitted by preempting B for fair sharing, B (requeued) must find no right
+    to preempt A: Kueue proves DRS(A's queue with A) < DRS(B's queue with B) for any preemption
+    either strategy allows, so the strategy fails in the other direction. Checked by running B's
+    own nomination (flavor assignment and preemption search) on a copy of the engine as of the
+    next event. The proof compares the two queues as they were when A took B; it applies while
+    A's queue holds no more than then and B's queue, B back in, no less."""
+    quotas = Quotas.of(tree)
+    engine = Engine()
+    offset = len(setup_events(tree))
+    with watching(lambda: engine.state) as watch:
+        for _engine, ledger, _event, decisions, where in replay(tree, ops_, engine):
+            admitted = {d["workload"] for d in decisions if d["type"] == "Admitted"}
+            pairs = [(d["preemptor"], d["workload"]) for d in decisions
+                     if d["type"] == "Preempted" and d["reason"] == "InCohortFairSharing" and d["preemptor"] in admitted]
+            takes = {(c.preemptor, t.victim): t for c in watch.calls for t in c.takes}
+            watch.calls.clear()
+            for a_key, b_key in pairs:
+                state = engine.state
+                a, b = state.workloads.get(a_key), state.workloads.get(b_key)
+                if a is None or b is None or a.admission is None or b.admission is not None or not b.queued:
+                    continue  # A finished or B readmitted within the event: nothing to check
+                take = takes[(a_key, b_key)]
+                now = ledger.raw()
+                a_cq, b_cq = take.preemptor_cq, take.target_cq
+                if any(now[a_cq].get(fr, 0) > v for fr, v in take.raw[a_cq].items()):
+                    continue  # A's queue admitted more after A: its share grew, B may be right
+                if any(now[b_cq].get(fr, 0) + take.victim_usage.get(fr, 0) < v for fr, v in take.raw[b_cq].items()):
+                    continue  # B's queue lost more than B: its share fell, B may be right
+                copy_ = deepcopy(engine)
+                copy_.state.offset = offset + 1  # A was admitted by an earlier event
+                cq = copy_.state.cluster_queues[b_cq]
+                entry = Scheduler(copy_.state).assign(cq, copy_.state.workloads[b_key])
+                back = [t.ws.key for t in entry.targets]
+                assert a_key not in back, (
+                    f"{where}: {b_key} was preempted for {a_key} (fair sharing, {tree.strategies}) and may now "
+                    f"preempt it back: targets {back}; usage {dict(now)}, at the take {take.raw}"
+                )
+            offset += 1
