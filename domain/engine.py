@@ -60,6 +60,13 @@ from domain.topology import (
     would_cycle,
     yunikorn_max_violations,
 )
+from domain.typed_events import Deleted as TypedDeleted
+from domain.typed_events import Finished as TypedFinished
+from domain.typed_events import NotTyped
+from domain.typed_events import Submitted as TypedSubmitted
+from domain.typed_events import decode as decode_typed
+from domain.typed_events import workload_ref as typed_ref
+from domain.typed_events import workload_spec as typed_spec
 from domain.workload import WorkloadSpec, parse_workload, workload_ref
 
 EVENT_TYPES = (
@@ -95,9 +102,11 @@ class Engine:
         state = self.state
         state.offset = offset
         deferred, state.deferred = state.deferred, {}
-        raw = self._decode(event, out)
         submitted: list[str] = []
-        applied = raw is not None and self._dispatch(raw, offset * BATCH_SLOTS, out, submitted, top_level=True)
+        applied = self._apply_typed(event, offset * BATCH_SLOTS, out, submitted) if type(event) is bytes else None
+        if applied is None:
+            raw = self._decode(event, out)
+            applied = raw is not None and self._dispatch(raw, offset * BATCH_SLOTS, out, submitted, top_level=True)
         if not applied:
             # A rejected or repeated event changes nothing, not even by way of what it wakes.
             state.deferred = {**deferred, **state.deferred}
@@ -111,6 +120,47 @@ class Engine:
         return out.decisions
 
     # -- decoding ----------------------------------------------------------------------------
+    def _apply_typed(self, event: bytes, seq: int, out: Emitter, submitted: list[str]) -> bool | None:
+        """`_dispatch` for the common workload events, decoded typed (domain/typed_events.py).
+
+        None: this path does not decide the event, and it changed nothing the general path
+        would not set the same way (the event's time and the clock), which then applies or
+        rejects it. Everything that can refuse the event runs before anything changes."""
+        ev = decode_typed(event)
+        if ev is None:
+            return None
+        state = self.state
+        event_id = ev.id
+        if event_id is not None and event_id in state.seen_ids:
+            return False  # a producer's retry: already applied, no new outcome
+        event_time: int | None = None
+        try:
+            if ev.time is not None:
+                event_time = parse_time(ev.time)
+            if isinstance(ev, TypedSubmitted):
+                spec: WorkloadSpec | None = typed_spec(ev.workload)
+                key = ""
+            else:
+                spec = None
+                key = typed_ref(ev.namespace, ev.name)
+        except (NotTyped, TimestampError):
+            return None
+        self._event_time = event_time
+        if event_time is not None and event_time > state.clock:
+            state.clock = event_time
+        try:
+            if spec is not None:
+                self._submit(spec, seq, out, submitted)
+            elif type(ev) is TypedFinished:
+                self._finish(key, out)
+            else:
+                self._delete(key, out)
+        except InvalidInput:
+            return None  # refused before any change: the general path says why
+        if event_id is not None:
+            state.seen_ids.add(event_id)
+        return True
+
     def _decode(self, event: bytes | str | Mapping[str, Any] | Unparseable, out: Emitter) -> Mapping[str, Any] | None:
         if type(event) is bytes:
             try:
@@ -443,7 +493,9 @@ class Engine:
 
     # -- workloads ---------------------------------------------------------------------------
     def _workload_submitted(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
-        spec = parse_workload(raw.get("workload"))
+        self._submit(parse_workload(raw.get("workload")), seq, out, submitted)
+
+    def _submit(self, spec: WorkloadSpec, seq: int, out: Emitter, submitted: list[str]) -> None:
         state = self.state
         key = spec.key
         if key in state.workloads or key in state.finished:
@@ -496,7 +548,10 @@ class Engine:
         return key, self.state.workloads.get(key)
 
     def _workload_finished(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
-        key, ws = self._lookup(raw)
+        self._finish(self._lookup(raw)[0], out)
+
+    def _finish(self, key: str, out: Emitter) -> None:
+        ws = self.state.workloads.get(key)
         if ws is None:
             if key in self.state.finished:
                 raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} already finished")
@@ -507,7 +562,10 @@ class Engine:
         self._forget(ws, out)
 
     def _workload_deleted(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
-        key, ws = self._lookup(raw)
+        self._delete(self._lookup(raw)[0], out)
+
+    def _delete(self, key: str, out: Emitter) -> None:
+        ws = self.state.workloads.get(key)
         if ws is None:
             if key not in self.state.finished:
                 raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} not found")

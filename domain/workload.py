@@ -125,8 +125,17 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
         creation_time=creation,
         pod_sets=pod_sets,
         uid=meta.opt_str("uid"),
-        resources_error=_resources_error(pod_sets) if any(ps.above_limits for ps in pod_sets) else None,
+        resources_error=resources_error(pod_sets),
     )
+
+
+def resources_error(pod_sets: tuple[PodSet, ...]) -> str | None:
+    return _resources_error(pod_sets) if any(ps.above_limits for ps in pod_sets) else None
+
+
+def pod_sets_of(spec: Fields) -> tuple[PodSet, ...]:
+    """The pod sets of a workload's spec (the `spec` object's Fields)."""
+    return _pod_sets(spec)
 
 
 def _pod_sets(spec: Fields) -> tuple[PodSet, ...]:
