@@ -319,16 +319,23 @@ class FlavorAssigner:
         value = assumed + request
         parent = self.flat_parent
         if parent is not None:
+            # A flat cohort's ClusterQueue without limits: its parent is the root, so
+            # borrowing_level is 0 within its own subtree quota and the root's height beyond it,
+            # and potential_available is the root's subtree quota (the formulas, unrolled).
             usage = node.usage.get(fr, 0)
             available = parent.subtree.get(fr, 0) - parent.usage.get(fr, 0)
             if usage < 0:
                 available -= usage
             if available < 0:
                 available = 0
+            within = usage + value <= node.subtree.get(fr, 0)
             if value <= available:
-                if usage + value <= node.subtree.get(fr, 0):
-                    return _FIT_NO_BORROWING  # borrowing_level is 0 without borrowing
-                return FIT, borrowing_level(node, fr, value)[0], "", ""
+                return _FIT_NO_BORROWING if within else (FIT, parent.tree_height, "", "")
+            capacity = parent.subtree.get(fr, 0)
+            if within:
+                borrow, may_reclaim = 0, True
+            else:
+                borrow, may_reclaim = parent.tree_height, False
         else:
             available = node.available(fr)
             if available < 0:
@@ -337,8 +344,9 @@ class FlavorAssigner:
                 if node.parent is None or node.usage.get(fr, 0) + value <= node.subtree.get(fr, 0):
                     return _FIT_NO_BORROWING  # borrowing_level is 0 without borrowing
                 return FIT, borrowing_level(node, fr, value)[0], "", ""
+            capacity = node.potential_available(fr)
+            borrow, may_reclaim = -1, False  # computed below, once the capacity allows it
         flavor, res = fr
-        capacity = node.potential_available(fr)
         if value > capacity:
             text = (
                 f"insufficient quota for {res} in flavor {flavor}, previously considered podsets "
@@ -346,7 +354,8 @@ class FlavorAssigner:
                 f"({format_amount(res, request)}) > maximum capacity ({format_amount(res, capacity)})"
             )
             return NO_FIT, 0, text, reasons.EXCEEDS_MAX_QUOTA
-        borrow, may_reclaim = borrowing_level(node, fr, value)
+        if parent is None:
+            borrow, may_reclaim = borrowing_level(node, fr, value)
         text = (
             f"insufficient unused quota for {res} in flavor {flavor}, "
             f"{format_amount(res, value - available)} more needed"
