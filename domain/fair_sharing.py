@@ -174,8 +174,11 @@ class Tournament:
     first needs it and kept for the rest of the round (usage changes only between rounds); a
     tree with one entry left needs no comparison at all."""
 
-    def __init__(self, entries: list[Entry]) -> None:
+    def __init__(self, entries: list[Entry], preemptors: frozenset[str] = frozenset()) -> None:
         self.remaining: dict[str, Entry] = {e.cq.name: e for e in entries}
+        # ClusterQueues whose entry is their waiting preemptor, ranked first at every level
+        # (feature gate PrioritizePreemptorWorkloads; empty when it is off).
+        self._preemptors = preemptors
         self._left: dict[int, int] = {}  # id(cohort) -> entries left below it
         for e in entries:
             for ancestor in e.cq.node.ancestors():
@@ -237,6 +240,10 @@ class Tournament:
 
     def _less(self, a: Entry, b: Entry, parent: QuotaNode, values: dict[tuple[int, str], DRS]) -> bool:
         wa, wb = a.ws, b.ws
+        if self._preemptors:
+            pa, pb = a.cq.name in self._preemptors, b.cq.name in self._preemptors
+            if pa != pb:
+                return pa
         da, db = self._share(a, parent, values), self._share(b, parent, values)
         ba = da.borrowing_on(a.assignment.usage)
         bb = db.borrowing_on(b.assignment.usage)

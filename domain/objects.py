@@ -202,6 +202,15 @@ class Configuration:
         "LessThanInitialShare",
     )
     eviction_release: str = ON_RELEASE
+    # featureGates (Kueue's defaults): PrioritizePreemptorWorkloads, alpha, off.
+    prioritize_preemptor_workloads: bool = False
+
+
+# Kueue feature gates quotaflow implements, with Kueue's defaults. Kueue refuses to start on a
+# gate it does not know; quotaflow refuses a gate it does not implement, since accepting it
+# silently would promise a behaviour the engine does not have.
+PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
+FEATURE_GATES: dict[str, bool] = {PRIORITIZE_PREEMPTOR_WORKLOADS: False}
 
 
 ConfigObject = (
@@ -486,7 +495,27 @@ def parse_configuration(obj: Fields) -> Configuration:
         policy = explicit
     own = obj.sub("quotaflow")
     release = own.enum("evictionRelease", (ON_RELEASE, IMMEDIATE), ON_RELEASE)
-    return Configuration(policy, strategies, release)
+    gates = _feature_gates(obj)
+    return Configuration(
+        policy,
+        strategies,
+        release,
+        prioritize_preemptor_workloads=gates[PRIORITIZE_PREEMPTOR_WORKLOADS],
+    )
+
+
+def _feature_gates(obj: Fields) -> dict[str, bool]:
+    """`featureGates: {Name: bool}`, Kueue's map; unset gates keep Kueue's default."""
+    gates = dict(FEATURE_GATES)
+    listed = obj.sub("featureGates")
+    for name in sorted(listed.data, key=str):
+        if name not in FEATURE_GATES:
+            known = ", ".join(sorted(FEATURE_GATES))
+            raise listed.fail(
+                str(name), f'unrecognized feature gate "{name}"; quotaflow implements: {known}'
+            )
+        gates[name] = listed.bool(name, FEATURE_GATES[name])
+    return gates
 
 
 _PARSERS: dict[str, Callable[[Fields], ConfigObject]] = {

@@ -97,6 +97,10 @@ class Scheduler:
     def __init__(self, state: State) -> None:
         self.state = state
         self.fair = state.configuration.preemption_policy == FAIR_SHARING
+        # Feature gate PrioritizePreemptorWorkloads (kueue#13797): a ClusterQueue's preemptor,
+        # waiting for its victims, is ordered before every other entry of the cycle and, when
+        # it finds no candidates, still reserves its room.
+        self.prioritize_preemptors = state.configuration.prioritize_preemptor_workloads
         self.preemptor: ClassicalPreemptor | FairSharingPreemptor = (
             FairSharingPreemptor(state) if self.fair else ClassicalPreemptor(state)
         )
@@ -191,11 +195,19 @@ class Scheduler:
                 cq.queue.park(ws.order_key, ws.last_status, needs=needs)
                 continue
             entries.append(self.assign(cq, ws))
+        # Kueue's IsPreemptor, read when the heads are taken: the entry is its ClusterQueue's
+        # current preemptor. Only looked up by name, never iterated.
+        preemptors: frozenset[str] = frozenset()
+        if self.prioritize_preemptors:
+            preemptors = frozenset(e.cq.name for e in entries if e.cq.sticky == e.ws.key)
         ordered: Iterable[Entry]
         if self.fair:
-            ordered = Tournament(entries)
+            ordered = Tournament(entries, preemptors)
         elif len(entries) > 1:
-            ordered = sorted(entries, key=Entry.order)
+            if preemptors:
+                ordered = sorted(entries, key=lambda e: (e.cq.name not in preemptors, e.order()))
+            else:
+                ordered = sorted(entries, key=Entry.order)
         else:
             ordered = entries
 
@@ -211,7 +223,7 @@ class Scheduler:
                 continue
             if assignment.mode != MODE_FIT and not entry.targets:
                 self._park(out, cq, ws, (reasons.WAITING_FOR_QUOTA, assignment.message()))
-                if cq.spec.preemption.reclaim_within_cohort != ANY:
+                if cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors:
                     reserved.append((cq, _capacity_to_reserve(cq, assignment)))
                     cq.node.add_usages(reserved[-1][1])
                 continue
