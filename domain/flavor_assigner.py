@@ -230,8 +230,7 @@ class FlavorAssigner:
                     borrowing = level
         result.borrowing = borrowing
         if result.mode == MODE_NO_FIT:
-            by_severity = {v: k for k, v in reasons.NO_FIT_SEVERITY.items()}
-            result.no_fit_reason = by_severity.get(severity, reasons.WAITING_FOR_QUOTA)
+            result.no_fit_reason = _BY_SEVERITY.get(severity, reasons.WAITING_FOR_QUOTA)
         elif result.mode == MODE_PREEMPT:
             result.no_fit_reason = reasons.WAITING_FOR_QUOTA
         return result
@@ -385,6 +384,7 @@ class FlavorAssigner:
 
 
 _FIT_NO_BORROWING = (FIT, 0, "", "")
+_BY_SEVERITY = {v: k for k, v in reasons.NO_FIT_SEVERITY.items()}
 
 # A pod set visits its resources in resource_order; each resource group is tried once, at its
 # first resource, for the group's covered resources that the pod set requests (sorted by name);
