@@ -726,9 +726,35 @@ def run_once(
     return run
 
 
+def gc_threshold(choice: str) -> tuple[int, int, int] | None:
+    """--gc-threshold: `default` (None: Python's), `engine-process` (what the agent's engine
+    process sets, streams.engine_child.ENGINE_GC_THRESHOLD) or three integers `a,b,c`."""
+    if choice == "default":
+        return None
+    if choice == "engine-process":
+        from streams.engine_child import ENGINE_GC_THRESHOLD
+
+        return ENGINE_GC_THRESHOLD
+    a, b, c = (int(x) for x in choice.split(","))
+    return a, b, c
+
+
 def measure(
     variants: dict[str, Variant], modes: Sequence[str], repeat: int, workloads: int, progress: bool,
-    gc_freeze: bool = False,
+    gc_freeze: bool = False, threshold: tuple[int, int, int] | None = None,
+) -> list[Run]:
+    old_threshold = gc.get_threshold()
+    if threshold is not None:
+        gc.set_threshold(*threshold)
+    try:
+        return _measure(variants, modes, repeat, workloads, progress, gc_freeze)
+    finally:
+        gc.set_threshold(*old_threshold)
+
+
+def _measure(
+    variants: dict[str, Variant], modes: Sequence[str], repeat: int, workloads: int, progress: bool,
+    gc_freeze: bool,
 ) -> list[Run]:
     runs: list[Run] = []
     names = list(variants)
@@ -880,6 +906,8 @@ def command_line(args: argparse.Namespace) -> str:
             parts.append(f"--profile-variant {args.profile_variant}")
     if args.gc_freeze:
         parts.append("--gc-freeze")
+    if args.gc_threshold != "default":
+        parts.append(f"--gc-threshold {args.gc_threshold}")
     if args.json:
         parts.append("--json")
     return " ".join(parts)
@@ -910,6 +938,7 @@ def environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "gc_enabled": gc.isenabled(),
+        "gc_threshold": list(gc.get_threshold()),
     }
 
 
@@ -922,7 +951,7 @@ def print_report(report: dict[str, Any]) -> None:
     env, gen = report["environment"], report["generator"]
     console.print(
         f"Code {env['git']}; Python {env['python']} ({env['implementation']}, {env['machine']}, {env['cpus']} CPUs, "
-        f"gc {'on' if env['gc_enabled'] else 'off'}); seed {gen['seed']}; {gen['workloads']:,} workloads, "
+        f"gc {'on' if env['gc_enabled'] else 'off'}, thresholds {','.join(map(str, env['gc_threshold']))}); seed {gen['seed']}; {gen['workloads']:,} workloads, "
         f"{gen['stream_events']:,} stream events over {gen['virtual_hours']:.1f} virtual hours; "
         f"generation {gen['seconds']:.0f} s (untimed)"
     )
@@ -1064,6 +1093,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="gc.freeze() after each run's untimed pre-load (what an agent may do after loading its state); "
         "default off: GC as the agent runs it today",
     )
+    parser.add_argument(
+        "--gc-threshold", default="default",
+        help="collector thresholds during the runs: default (Python's 700,10,10), engine-process (what the "
+        "agent's engine process sets: streams.engine_child.ENGINE_GC_THRESHOLD) or a,b,c",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     parser.add_argument(
         "--profile", action="store_true",
@@ -1095,7 +1129,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(profile(variants[args.profile_variant], args.modes[0], args.workloads))
         return 0
 
-    runs = measure(variants, args.modes, args.repeat, args.workloads, progress=True, gc_freeze=args.gc_freeze)
+    threshold = gc_threshold(args.gc_threshold)
+    if threshold is not None:
+        env["gc_threshold"] = list(threshold)
+    runs = measure(
+        variants, args.modes, args.repeat, args.workloads, progress=True, gc_freeze=args.gc_freeze, threshold=threshold
+    )
     analysis = analyse(runs, variants, args.modes)
     first: dict[str, dict[str, Any]] = {}
     for run in runs:
