@@ -19,6 +19,7 @@ from collections.abc import Hashable, Iterator
 from typing import Any
 
 from bisect import bisect_left, insort
+from heapq import merge
 
 from sortedcontainers import SortedList
 
@@ -34,7 +35,10 @@ class PendingQueue:
 
     def __init__(self, strict: bool) -> None:
         self.strict = strict
-        self.members: Any = SortedList()  # every pending OrderKey, for StrictFIFO heads and positions
+        # StrictFIFO: every pending OrderKey, sorted, for its heads. BestEffortFIFO does not keep
+        # it (its heads come from `ready`): keys() merges the classes when asked, which only
+        # configuration changes and views do, so no submission or admission pays for it.
+        self.members: Any = SortedList()
         self.classes: dict[Hashable, Any] = {}  # class -> SortedList[OrderKey]
         self.class_of: dict[str, Hashable] = {}  # workload key -> class
         # (head OrderKey, class) of classes worth trying, sorted. A plain list kept with bisect:
@@ -59,21 +63,27 @@ class PendingQueue:
         self.serial = 0
 
     def __len__(self) -> int:
-        return len(self.members)
+        return len(self.class_of)
 
     def __contains__(self, wl_key: str) -> bool:
         return wl_key in self.class_of
 
     def keys(self) -> Iterator[OrderKey]:
-        return iter(self.members)
+        """Every pending OrderKey, in queue order."""
+        if self.strict:
+            return iter(self.members)
+        return merge(*self.classes.values())  # keys are unique: no ties to break
 
     def position(self, key: OrderKey) -> int:
-        return int(self.members.index(key))
+        if self.strict:
+            return int(self.members.index(key))
+        return list(self.keys()).index(key)
 
     # -- membership -----------------------------------------------------------------------
     def push(self, key: OrderKey, cls: Hashable) -> Status | None:
         """Add a workload; returns the parked status of its class if it joins a parked class."""
-        self.members.add(key)
+        if self.strict:
+            self.members.add(key)
         wl = key[3]
         self.class_of[wl] = cls
         members = self.classes.get(cls)
@@ -108,7 +118,8 @@ class PendingQueue:
             self.blocker = None  # the next workload gets its turn
         wl = key[3]
         cls = self.class_of.pop(wl)
-        self.members.remove(key)
+        if self.strict:
+            self.members.remove(key)
         members = self.classes[cls]
         was_ready_head = not self.strict and members[0] == key and cls not in self.parked
         members.remove(key)

@@ -64,6 +64,7 @@ def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: boo
             expected = min(candidates) if candidates else None
         assert q.head() == expected
         assert len(q) == len(members)
+        assert list(q.keys()) == sorted(k for k, _ in members.values())
 
 
 def test_positions_follow_priority_then_time() -> None:
