@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from domain import reasons
 from domain.objects import ANY, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER
-from domain.quota import FR, QuotaNode
+from domain.quota import FR, QuotaNode, over_nominal
 from domain.state import ClusterQueueState, State, WorkloadState
 
 # Preemption variants (Kueue's classical.preemptionVariant).
@@ -106,32 +106,66 @@ def preemption_message(preemptor: WorkloadState, preemptor_cq: ClusterQueueState
     )
 
 
-class _OrderedCandidates:
-    """A group of candidates, read lazily in Kueue's order and remembered for the next attempt."""
+_Key = tuple[int, int, int, str]  # a candidate's place in Kueue's order (see candidates.py)
 
-    def __init__(self, source: Iterator[_Candidate]) -> None:
+
+class _Stream:
+    """One ClusterQueue's candidates (evicted or not), read lazily in Kueue's order and kept
+    for the next attempt of the same search."""
+
+    __slots__ = ("member", "own", "taken", "_source")
+
+    def __init__(self, member: ClusterQueueState, own: bool, source: Iterator[tuple[_Key, _Candidate]]) -> None:
+        self.member = member
+        self.own = own
+        self.taken: list[tuple[_Key, _Candidate]] = []
         self._source = source
-        self._taken: list[_Candidate] = []
 
-    def any(self) -> bool:
-        if self._taken:
-            return True
-        first = next(self._source, None)
-        if first is None:
-            return False
-        self._taken.append(first)
-        return True
+    def at(self, i: int) -> tuple[_Key, _Candidate] | None:
+        taken = self.taken
+        while len(taken) <= i:
+            item = next(self._source, None)
+            if item is None:
+                return None
+            taken.append(item)
+        return taken[i]
 
-    def __iter__(self) -> Iterator[_Candidate]:
-        i = 0
-        while True:
-            if i == len(self._taken):
-                candidate = next(self._source, None)
-                if candidate is None:
-                    return
-                self._taken.append(candidate)
-            yield self._taken[i]
-            i += 1
+
+def _any(group: list[_Stream]) -> bool:
+    return any(stream.at(0) is not None for stream in group)
+
+
+def _read(group: list[_Stream], allow_borrowing: bool, frs: list[FR]) -> Iterator[_Candidate]:
+    """The candidates of a group, merged across its queues in Kueue's order, skipping every
+    queue that can no longer yield a valid candidate in this attempt.
+
+    Only removals happen while an attempt reads (usage only goes down until it ends), and a
+    queue's candidates come in ascending priority; so once another queue is within its nominal
+    quota, or (borrowing allowed) shows a candidate that may only be reclaimed without
+    borrowing, every later candidate of it is invalid too (see `_valid`): dropping the queue
+    skips exactly candidates the search would have examined and rejected."""
+    heap: list[tuple[_Key, int, int]] = []
+    for s, stream in enumerate(group):
+        first = stream.at(0)
+        if first is not None:
+            heap.append((first[0], s, 0))
+    heapq.heapify(heap)
+    while heap:
+        _, s, pos = heap[0]
+        stream = group[s]
+        candidate = stream.taken[pos][1]
+        if not stream.own and (
+            (allow_borrowing and candidate.variant == RECLAIM_WITHOUT_BORROWING)
+            or within_nominal(stream.member.node, frs)
+        ):
+            heapq.heappop(heap)
+            continue
+        following = stream.at(pos + 1)
+        if following is None:
+            heapq.heappop(heap)
+        else:
+            heapq.heapreplace(heap, (following[0], s, pos + 1))
+        yield candidate
 
 
 # A ClusterQueue whose workloads may be candidates: (queue, hierarchical advantage, lowest
@@ -173,27 +207,38 @@ class ClassicalPreemptor:
         for sources in (same_queue, hierarchy, priority):
             if any(member.candidates.admitted_at(offset) for member, _, _ in sources):
                 self.state.deferred[cq.name] = None
-        groups = [
-            _OrderedCandidates(self._candidates(cq, ws, sources, evicted, frs))
-            for evicted in (True, False)
-            for sources in (hierarchy, priority, same_queue)
-        ]
-        any_hierarchy = groups[0].any() or groups[3].any()
+        # Six groups, read in this order: (evicted, then not) x (hierarchy, priority, own queue),
+        # each made when first needed.
+        kinds = (hierarchy, priority, same_queue)
+        made: list[list[_Stream] | None] = [None] * 6
+
+        def group(g: int) -> list[_Stream]:
+            streams = made[g]
+            if streams is None:
+                streams = made[g] = [self._stream(cq, ws, source, g < 3, frs) for source in kinds[g % 3]]
+            return streams
+
         forbidden = cq.spec.preemption.borrow_within_cohort == NEVER
         attempts: tuple[bool, ...]
-        if (not any_hierarchy and not (groups[1].any() or groups[4].any())) or (
-            forbidden and not self._under_nominal(cq, frs)
-        ):
+        if forbidden and not self._under_nominal(cq, frs):
             attempts = (True,)
-        elif forbidden and not any_hierarchy:
-            attempts = (False, True)
         else:
-            attempts = (True, False)
+            any_hierarchy = _any(group(0)) or _any(group(3))
+            if not any_hierarchy and not (_any(group(1)) or _any(group(4))):
+                attempts = (True,)
+            elif forbidden and not any_hierarchy:
+                attempts = (False, True)
+            else:
+                attempts = (True, False)
         for allow_borrowing in attempts:
             chosen: list[_Candidate] = []
             try:
-                for group in groups:
-                    for candidate in group:
+                for g in range(6):
+                    if not kinds[g % 3] or (allow_borrowing and forbidden and g % 3 == 1):
+                        # Without borrowWithinCohort every candidate of the priority groups is
+                        # one that may only be reclaimed without borrowing: none is valid here.
+                        continue
+                    for candidate in _read(group(g), allow_borrowing, frs):
                         if not self._valid(cq, candidate, allow_borrowing, frs):
                             continue
                         self._remove(candidate)
@@ -227,28 +272,29 @@ class ClassicalPreemptor:
             return RECLAIM_WITHOUT_BORROWING
         return RECLAIM_WHILE_BORROWING
 
-    def _candidates(self, cq: ClusterQueueState, preemptor: WorkloadState, sources: list[_Source],
-                    evicted: bool, frs: list[FR]) -> Iterator[_Candidate]:
-        """The candidates of these queues that are (or are not yet) evicted, in Kueue's order,
-        merged across the queues only as far as they are read."""
-        if not sources:
-            return
+    def _stream(self, cq: ClusterQueueState, preemptor: WorkloadState, source: _Source,
+                evicted: bool, frs: list[FR]) -> _Stream:
+        member = source[0]
+        own = member is cq
         spec = cq.spec.preemption
-        walks = []
-        for i, (member, _, _) in enumerate(sources):
-            policy = spec.within_cluster_queue if member is cq else spec.reclaim_within_cohort
-            walks.append(_walk(member, evicted, max_candidate_priority(policy, preemptor), i))
-        merged = walks[0] if len(walks) == 1 else heapq.merge(*walks)
+        policy = spec.within_cluster_queue if own else spec.reclaim_within_cohort
+        walk = member.candidates.ordered(evicted, max_candidate_priority(policy, preemptor))
+        return _Stream(member, own, self._candidates(cq, preemptor, source, walk, frs))
+
+    def _candidates(self, cq: ClusterQueueState, preemptor: WorkloadState, source: _Source,
+                    walk: Iterator[tuple[int, int, int, str]], frs: list[FR]) -> Iterator[tuple[_Key, _Candidate]]:
+        """The candidates of one queue, in Kueue's order, as far as they are read."""
+        member, advantage, lca = source
+        name = member.name
         workloads = self.state.workloads
         offset = self.state.offset
-        for _, _, _, key, i in merged:
-            candidate = workloads[key]
+        for place in walk:
+            candidate = workloads[place[3]]
             if not preemptible_now(candidate, offset):
                 continue
-            member, advantage, lca = sources[i]
-            variant = self._classify(cq, preemptor, candidate, member.name, frs, advantage)
+            variant = self._classify(cq, preemptor, candidate, name, frs, advantage)
             if variant:
-                yield _Candidate(candidate, member, variant, lca)
+                yield place, _Candidate(candidate, member, variant, lca)
 
     def _cohort_sources(self, cq: ClusterQueueState, requests: dict[FR, int],
                         frs: list[FR]) -> tuple[list[_Source], list[_Source]]:
@@ -268,11 +314,10 @@ class ClassicalPreemptor:
 
     def _collect(self, cq: ClusterQueueState, node: QuotaNode, subtree_root: QuotaNode,
                  skip: QuotaNode | None, frs: list[FR], advantage: bool, out: list[_Source]) -> None:
-        for name in sorted(node.children):
-            child = node.children[name]
+        children = node.children
+        for name in over_nominal(node, frs):  # the children not within nominal, in name order
+            child = children[name]
             if child is skip or child is cq.node:
-                continue
-            if within_nominal(child, frs):
                 continue
             if child.is_cluster_queue:
                 member = self.state.cluster_queues.get(name)
@@ -332,12 +377,6 @@ class ClassicalPreemptor:
     def _restore(c: _Candidate) -> None:
         assert c.ws.admission is not None
         c.cq.node.add_usages(c.ws.admission.usage)
-
-
-def _walk(member: ClusterQueueState, evicted: bool, max_priority: int | None,
-          i: int) -> Iterator[tuple[int, int, int, str, int]]:
-    for priority, offset, index, key in member.candidates.ordered(evicted, max_priority):
-        yield priority, offset, index, key, i
 
 
 def _fit_in_quota(node: QuotaNode, requests: dict[FR, int]) -> tuple[bool, dict[FR, int]]:

@@ -32,6 +32,7 @@ class QuotaNode:
         "tree_height",
         "weight",
         "leaf_nodes",
+        "over",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -49,6 +50,10 @@ class QuotaNode:
         # leaves(), kept by recompute(): every change of the tree's shape ends with a recompute of
         # the roots it touched, and wakes/releases ask for a cohort's leaves on every event.
         self.leaf_nodes: list[QuotaNode] | None = None
+        # Per flavor-resource, the children using more than their subtree quota of it (the ones
+        # a reclaiming search may take from), kept by add_usage() and recompute(): a search
+        # visits these instead of looking at every child of a wide cohort.
+        self.over: dict[FR, dict[str, None]] = {}
 
     # -- structure --------------------------------------------------------------------------
     def root(self) -> QuotaNode:
@@ -167,9 +172,14 @@ class QuotaNode:
                 usage[fr] = after
             else:
                 del usage[fr]  # after == 0 with delta != 0: before was a stored, nonzero value
+            parent = node.parent
+            if parent is not None:
+                quota = node.subtree.get(fr, 0)
+                if (before > quota) != (after > quota):
+                    _mark_over(parent, node.name, fr, after > quota)
             local = node.local_quota(fr) if node.lending_limit else 0
             delta = (after - local if after > local else 0) - (before - local if before > local else 0)
-            node = node.parent
+            node = parent
 
     def add_usages(self, usage: dict[FR, int], sign: int = 1) -> None:
         add = self.add_usage
@@ -203,7 +213,38 @@ def _recompute(node: QuotaNode) -> None:
                 usage[fr] = usage.get(fr, 0) + visible
     node.subtree = subtree
     node.usage = usage
+    over: dict[FR, dict[str, None]] = {}
+    for name in sorted(node.children):
+        child = node.children[name]
+        for fr, value in child.usage.items():
+            if value > child.subtree.get(fr, 0):
+                over.setdefault(fr, {})[name] = None
+    node.over = over
     node.tree_height = 1 + max((c.tree_height for c in node.children.values()), default=-1)
+
+
+def _mark_over(parent: QuotaNode, name: str, fr: FR, over: bool) -> None:
+    children = parent.over.get(fr)
+    if over:
+        if children is None:
+            children = parent.over[fr] = {}
+        children[name] = None
+    elif children is not None:
+        children.pop(name, None)
+        if not children:
+            del parent.over[fr]
+
+
+def over_nominal(node: QuotaNode, frs: list[FR]) -> list[str]:
+    """The children of `node` using more than their subtree quota of some of `frs`, by name."""
+    over = node.over
+    if len(frs) == 1:
+        only = over.get(frs[0])
+        return sorted(only) if only else []
+    names: set[str] = set()
+    for fr in frs:
+        names.update(over.get(fr, ()))
+    return sorted(names)
 
 
 def borrowing_level(cq: QuotaNode, fr: FR, value: int) -> tuple[int, bool]:

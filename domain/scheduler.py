@@ -40,6 +40,36 @@ from domain.queues import Status
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
 
+class Searches:
+    """The preemption searches made while one workload is assigned.
+
+    Nothing changes the quota or the candidates while one workload is assigned (the oracle and
+    the preemptor put back what they simulate), so a search asked twice (the oracle's for one
+    flavor, then the entry's; again in the partial-admission search) has the same answer: the
+    classical preemptor is asked once. Fair sharing is always asked."""
+
+    __slots__ = ("_preemptor", "_cq", "_ws", "_answers")
+
+    def __init__(self, preemptor: ClassicalPreemptor | FairSharingPreemptor, cq: ClusterQueueState,
+                 ws: WorkloadState, remember: bool) -> None:
+        self._preemptor = preemptor
+        self._cq = cq
+        self._ws = ws
+        self._answers: dict[tuple[tuple[tuple[FR, int], ...], tuple[FR, ...]], list[Target]] | None = (
+            {} if remember else None
+        )
+
+    def __call__(self, requests: dict[FR, int], frs: list[FR]) -> list[Target]:
+        answers = self._answers
+        if answers is None:
+            return self._preemptor.targets(self._cq, self._ws, requests, frs)
+        key = (tuple(requests.items()), tuple(frs))
+        found = answers.get(key)
+        if found is None:
+            found = answers[key] = self._preemptor.targets(self._cq, self._ws, requests, frs)
+        return list(found)
+
+
 def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
     out: list[tuple[ClusterQueueState, WorkloadState]] = []
     ready = state.ready
@@ -116,9 +146,10 @@ class Scheduler:
     def assign(self, cq: ClusterQueueState, ws: WorkloadState) -> Entry:
         spec = cq.spec
         preemptor = self.preemptor
+        search = Searches(preemptor, cq, ws, remember=not self.fair)
 
         def oracle(fr: FR, value: int) -> tuple[int, int]:
-            targets = preemptor.targets(cq, ws, {fr: value}, [fr])
+            targets = search({fr: value}, [fr])
             if not targets:
                 return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
             for t in targets:
@@ -138,21 +169,23 @@ class Scheduler:
             or (self.fair and spec.preemption.reclaim_within_cohort != NEVER),
             quotas=cq.quotas,
         )
-        full = self._try(cq, ws, assigner, None)
+        full = self._try(cq, ws, assigner, None, search)
         if full.assignment.mode == MODE_FIT or full.targets:
             return full
-        partial = self._partial(cq, ws, assigner)
+        partial = self._partial(cq, ws, assigner, search)
         return partial if partial is not None else Entry(cq, ws, full.assignment)
 
-    def _try(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
-             counts: list[int] | None) -> Entry:
+    @staticmethod
+    def _try(cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
+             counts: list[int] | None, search: Searches) -> Entry:
         assignment = assigner.assign(ws.spec, counts)
         entry = Entry(cq, ws, assignment)
         if assignment.mode not in (MODE_FIT, MODE_NO_FIT):
-            entry.targets = self.preemptor.targets(cq, ws, assignment.usage, assignment.preempt_frs())
+            entry.targets = search(assignment.usage, assignment.preempt_frs())
         return entry
 
-    def _partial(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner) -> Entry | None:
+    def _partial(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
+                 search: Searches) -> Entry | None:
         """Partial admission: the largest pod counts (down to minCount) that fit or can preempt.
 
         Kueue searches i in [0, Δ] (Δ = Σ count − minCount) for the smallest i whose counts
@@ -167,7 +200,7 @@ class Scheduler:
         while lo < hi:
             mid = (lo + hi) // 2
             counts = [ps.count - d * mid // total for ps, d in zip(pod_sets, deltas)]
-            entry = self._try(cq, ws, assigner, counts)
+            entry = self._try(cq, ws, assigner, counts, search)
             if entry.assignment.mode == MODE_FIT or entry.targets:
                 found = entry
                 hi = mid

@@ -1,0 +1,283 @@
+"""The classical preemption search's shortcuts change no answer.
+
+`ClassicalPreemptor.targets` skips work: it finds the reclaimable ClusterQueues through each
+cohort's over-nominal sets instead of looking at every child, reads each queue's candidates
+lazily from its index, drops a queue from a search once it cannot yield a valid candidate any
+more, leaves out the priority groups when borrowing is allowed but borrowWithinCohort is not,
+and the scheduler asks each search once per assigned workload (`Searches`).
+
+Here every search the engine makes on random streams is also made by `reference_targets`, the
+search written plainly as Kueue's classical preemptor describes it (every child of every cohort
+on the path, every workload of every source sorted into Kueue's candidate order, each candidate
+validated, then the fewest given back), on the same state, and the two must agree: the same
+targets with the same reasons, the same deferral of the ClusterQueue, the state left exactly as
+it was. Every answer a `Searches` gives is compared with a fresh search, and every cohort's
+over-nominal sets with a scan of its children. The streams are those of the preemption and
+hierarchy property modules, plus a run of Kueue's performance suite at a small size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from unittest.mock import patch
+
+import test_hierarchy_properties as hp
+import test_preemption_properties as pp
+from hypothesis import given
+from hypothesis import strategies as st
+
+import domain.scheduler
+from bench.kueue_perf import config, generator, virtual
+from domain.objects import NEVER
+from domain.preemption import (
+    HIERARCHICAL_RECLAIM,
+    RECLAIM_WHILE_BORROWING,
+    RECLAIM_WITHOUT_BORROWING,
+    VARIANT_REASON,
+    WITHIN_CQ,
+    ClassicalPreemptor,
+    _Candidate,
+    _fit_in_quota,
+    preemptible_now,
+    satisfies_policy,
+    uses,
+    within_nominal,
+)
+from domain.quota import FR, QuotaNode
+from domain.scheduler import Searches
+from domain.state import ClusterQueueState, State, WorkloadState
+
+Answer = list[tuple[str, str, str]]  # (victim, reason, its ClusterQueue)
+
+
+# -- the search, written plainly ---------------------------------------------------------------
+def _sources(state: State, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR]
+             ) -> tuple[list[tuple[ClusterQueueState, bool, QuotaNode]], list[tuple[ClusterQueueState, bool, QuotaNode]]]:
+    hierarchy: list[tuple[ClusterQueueState, bool, QuotaNode]] = []
+    priority: list[tuple[ClusterQueueState, bool, QuotaNode]] = []
+    if cq.node.parent is None or cq.spec.preemption.reclaim_within_cohort == NEVER:
+        return hierarchy, priority
+
+    def collect(node: QuotaNode, root: QuotaNode, skip: QuotaNode | None, advantage: bool,
+                out: list[tuple[ClusterQueueState, bool, QuotaNode]]) -> None:
+        for name in sorted(node.children):
+            child = node.children[name]
+            if child is skip or child is cq.node or within_nominal(child, frs):
+                continue
+            if not child.is_cluster_queue:
+                collect(child, root, skip, advantage, out)
+            elif name in state.cluster_queues:
+                out.append((state.cluster_queues[name], advantage, root))
+
+    advantage, remaining = _fit_in_quota(cq.node, requests)
+    previous = None
+    for subtree in cq.node.ancestors():
+        collect(subtree, subtree, previous, advantage, hierarchy if advantage else priority)
+        fits, remaining = _fit_in_quota(subtree, remaining)
+        advantage = advantage or fits
+        previous = subtree
+    return hierarchy, priority
+
+
+def _variant(cq: ClusterQueueState, preemptor: WorkloadState, candidate: WorkloadState, own: bool,
+             advantage: bool, frs: list[FR]) -> int:
+    spec = cq.spec.preemption
+    if not uses(candidate, frs):
+        return 0
+    if not satisfies_policy(preemptor, candidate, spec.within_cluster_queue if own else spec.reclaim_within_cohort):
+        return 0
+    if own:
+        return WITHIN_CQ
+    if advantage:
+        return HIERARCHICAL_RECLAIM
+    threshold = spec.max_priority_threshold
+    if spec.borrow_within_cohort == NEVER or candidate.priority >= preemptor.priority or (
+        threshold is not None and candidate.priority > threshold
+    ):
+        return RECLAIM_WITHOUT_BORROWING
+    return RECLAIM_WHILE_BORROWING
+
+
+def _group(state: State, cq: ClusterQueueState, preemptor: WorkloadState,
+           sources: list[tuple[ClusterQueueState, bool, QuotaNode | None]], evicted: bool, frs: list[FR]) -> list[_Candidate]:
+    """Every candidate of these queues, in Kueue's order: lower priority first, then the most
+    recently admitted first."""
+    found: list[tuple[tuple[int, int, int], _Candidate]] = []
+    for member, advantage, lca in sources:
+        for key in member.admitted:
+            ws = state.workloads[key]
+            assert ws.admission is not None
+            if ws.evicted != evicted or not preemptible_now(ws, state.offset):
+                continue
+            variant = _variant(cq, preemptor, ws, member is cq, advantage, frs)
+            if variant:
+                order = (ws.priority, -ws.admission.sequence[0], -ws.admission.sequence[1])
+                found.append((order, _Candidate(ws, member, variant, lca)))
+    found.sort(key=lambda item: item[0])
+    return [c for _, c in found]
+
+
+def reference_targets(state: State, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
+                      frs: list[FR]) -> tuple[Answer, bool]:
+    """(targets, whether the search must be retried at the next event)."""
+    policy = cq.spec.preemption
+    if policy.within_cluster_queue == NEVER and (cq.node.parent is None or policy.reclaim_within_cohort == NEVER):
+        return [], False
+    own: list[tuple[ClusterQueueState, bool, QuotaNode | None]] = (
+        [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
+    )
+    hierarchy, priority = _sources(state, cq, requests, frs)
+    members = [m for m, _, _ in [*own, *hierarchy, *priority]]
+    deferred = any(
+        state.workloads[key].admission.sequence[0] == state.offset  # type: ignore[union-attr]
+        for m in members for key in m.admitted
+    )
+    groups = [_group(state, cq, ws, list(sources), evicted, frs)
+              for evicted in (True, False) for sources in (hierarchy, priority, own)]
+    helper = ClassicalPreemptor(state)  # its validity, fit and give-back steps
+    forbidden = policy.borrow_within_cohort == NEVER
+    any_hierarchy = bool(groups[0] or groups[3])
+    if (not any_hierarchy and not (groups[1] or groups[4])) or (forbidden and not helper._under_nominal(cq, frs)):
+        attempts: tuple[bool, ...] = (True,)
+    elif forbidden and not any_hierarchy:
+        attempts = (False, True)
+    else:
+        attempts = (True, False)
+    for allow_borrowing in attempts:
+        chosen: list[_Candidate] = []
+        try:
+            for group in groups:
+                for candidate in group:
+                    if not helper._valid(cq, candidate, allow_borrowing, frs):
+                        continue
+                    helper._remove(candidate)
+                    chosen.append(candidate)
+                    if helper._fits(cq, requests, allow_borrowing):
+                        chosen = helper._fill_back(cq, requests, allow_borrowing, chosen)
+                        return [(c.ws.key, VARIANT_REASON[c.variant], c.cq.name) for c in chosen], deferred
+        finally:
+            for candidate in chosen:
+                helper._restore(candidate)
+    return [], deferred
+
+
+# -- the checks ------------------------------------------------------------------------------------
+@dataclass
+class Seen:
+    searches: int = 0  # ClassicalPreemptor.targets calls
+    found: int = 0  # of which found targets
+    repeated: int = 0  # Searches calls (answered from memory or not)
+
+
+def _usages(state: State) -> dict[str, dict[FR, int]]:
+    nodes = {f"cq:{n}": cq.node for n, cq in state.cluster_queues.items()}
+    nodes.update({f"cohort:{n}": c.node for n, c in state.cohorts.items()})
+    return {name: dict(node.usage) for name, node in nodes.items()}
+
+
+def _check_over_sets(state: State) -> None:
+    for name, cohort in state.cohorts.items():
+        node = cohort.node
+        expected: dict[FR, list[str]] = {}
+        for child_name in sorted(node.children):
+            child = node.children[child_name]
+            for fr, value in child.usage.items():
+                if value > child.subtree.get(fr, 0):
+                    expected.setdefault(fr, []).append(child_name)
+        got = {fr: sorted(names) for fr, names in node.over.items()}
+        assert got == expected, f"cohort {name}: over-nominal children {got}, by a scan {expected}"
+
+
+@contextmanager
+def checked_searches() -> Iterator[Seen]:
+    seen = Seen()
+
+    class Checked(ClassicalPreemptor):
+        def targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
+                    frs: list[FR]) -> list[Any]:
+            state = self.state
+            _check_over_sets(state)
+            before = _usages(state)
+            already = cq.name in state.deferred
+            expected, deferred = reference_targets(state, cq, ws, requests, frs)
+            assert _usages(state) == before
+            got = super().targets(cq, ws, requests, frs)
+            answer = [(t.ws.key, t.reason, t.cq.name) for t in got]
+            where = f"offset {state.offset}: search for {ws.key} in {cq.name}, {requests}"
+            assert answer == expected, f"{where}: targets {answer}, written plainly {expected}"
+            assert (cq.name in state.deferred) == (already or deferred), f"{where}: deferral differs"
+            assert _usages(state) == before, f"{where}: the search did not put the quota back"
+            seen.searches += 1
+            seen.found += bool(answer)
+            return got
+
+    remembered = Searches.__call__
+
+    def call(self: Searches, requests: dict[FR, int], frs: list[FR]) -> list[Any]:
+        answer = remembered(self, requests, frs)
+        fresh = self._preemptor.targets(self._cq, self._ws, requests, frs)
+        assert [(t.ws.key, t.reason) for t in answer] == [(t.ws.key, t.reason) for t in fresh]
+        seen.repeated += 1
+        return answer
+
+    with patch.object(domain.scheduler, "ClassicalPreemptor", Checked), patch.object(Searches, "__call__", call):
+        yield seen
+
+
+@pp.bounded(60)
+@given(st.data())
+def test_searches_agree_with_the_plain_search_on_one_level_cohorts(data: st.DataObject) -> None:
+    with checked_searches():
+        pp.run(data, steps=60)
+
+
+@hp.PROPERTY
+@given(tree=hp.trees(fair=False), ops_=hp.ops(submits=8, releases=3, finishes=2, deletes=1, min_size=20, max_size=60))
+def test_searches_agree_with_the_plain_search_on_cohort_trees(tree: hp.Tree, ops_: list[Any]) -> None:
+    with checked_searches():
+        for _ in hp.replay(tree, ops_):
+            pass
+
+
+SMALL_SUITE = """
+cohorts:
+  - className: cohort
+    count: 2
+    queuesSets:
+    - className: cq
+      count: 20
+      nominalQuota: 20
+      borrowingLimit: 100
+      reclaimWithinCohort: Any
+      withinClusterQueue: LowerPriority
+      workloadsSets:
+      - count: 12
+        creationIntervalMs: 60
+        workloads:
+        - {className: small, runtimeMs: 150, priority: 50, request: 1}
+      - count: 4
+        creationIntervalMs: 300
+        workloads:
+        - {className: medium, runtimeMs: 350, priority: 100, request: 5}
+      - count: 2
+        creationIntervalMs: 700
+        workloads:
+        - {className: large, runtimeMs: 700, priority: 200, request: 20}
+"""
+
+
+def test_searches_agree_with_the_plain_search_on_kueues_large_scale_shape(tmp_path: Any) -> None:
+    """Kueue's large-scale workload mix on 2 cohorts of 20 ClusterQueues: wide cohorts, many
+    simultaneous heads, searches that find nothing and preemptors whose victims overlap."""
+    path = tmp_path / "generator.yaml"
+    path.write_text(SMALL_SUITE)
+    scenario = generator.generate(config.load(str(path)))
+    with checked_searches() as seen:
+        result = virtual.run(scenario)
+    assert result.summary.complete
+    # Each answer a Searches gives is checked with a fresh search: searches = its misses + calls.
+    misses = seen.searches - seen.repeated
+    assert seen.found > 20 and seen.searches - seen.found > 100 and misses < seen.repeated
