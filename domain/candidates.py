@@ -80,18 +80,41 @@ class CandidateIndex:
         self.discard(ws.key)
         self.add(ws)
 
-    def ordered(self, evicted: bool, max_priority: int | None = None) -> Iterator[tuple[int, int, int, str]]:
+    def ordered(self, evicted: bool, max_priority: int | None = None,
+                skip_offset: int | None = None) -> Iterator[tuple[int, int, int, str]]:
         """(priority, -offset, -index, key) of the evicted (or the still holding) workloads, in
-        candidate order, up to priority `max_priority` (None: all). The index must not change
-        while this is read."""
+        candidate order, up to priority `max_priority` (None: all), leaving out those admitted
+        at input offset `skip_offset`. The index must not change while this is read."""
         rank = EVICTED if evicted else HOLDING
         buckets = self._buckets
         for where in self._order[bisect_left(self._order, (rank,)):]:
             rank_of, priority = where
             if rank_of != rank or (max_priority is not None and priority > max_priority):
                 return
-            for offset, index, key in reversed(buckets[where]):
+            bucket = buckets[where]
+            if skip_offset is None or skip_offset not in self._offsets:
+                for offset, index, key in reversed(bucket):
+                    yield priority, -offset, -index, key
+                continue
+            # Admissions of one offset are adjacent in the bucket (sorted by offset); those of
+            # the offset being applied are the newest, read first: step over them at once.
+            low = bisect_left(bucket, (skip_offset,))
+            high = bisect_left(bucket, (skip_offset + 1,))
+            for i in range(len(bucket) - 1, high - 1, -1):
+                offset, index, key = bucket[i]
                 yield priority, -offset, -index, key
+            for i in range(low - 1, -1, -1):
+                offset, index, key = bucket[i]
+                yield priority, -offset, -index, key
+
+    def holds(self, evicted: bool, max_priority: int | None = None) -> bool:
+        """Is there any evicted (or still holding) workload up to priority `max_priority`?"""
+        order = self._order
+        i = bisect_left(order, (EVICTED if evicted else HOLDING,))
+        if i == len(order):
+            return False
+        rank_of, priority = order[i]
+        return rank_of == (EVICTED if evicted else HOLDING) and (max_priority is None or priority <= max_priority)
 
     def admitted_at(self, offset: int) -> bool:
         """Does some workload here hold an admission decided at this input offset?"""

@@ -111,9 +111,11 @@ class Engine:
             # A rejected or repeated event changes nothing, not even by way of what it wakes.
             state.deferred = {**deferred, **state.deferred}
             return out.decisions
+        woken: set[int] = set()  # membership only: waking a tree twice in a row changes nothing
         for name in deferred:
             cq = state.cluster_queues.get(name)
-            if cq is not None:
+            if cq is not None and id(root := cq.node.root()) not in woken:
+                woken.add(id(root))
                 wake_tree(state, cq)
         schedule(state, out)
         self._settle(out, submitted)

@@ -77,7 +77,12 @@ def within_nominal(node: QuotaNode, frs: list[FR]) -> bool:
 
 def uses(ws: WorkloadState, frs: list[FR]) -> bool:
     admission = ws.admission
-    return admission is not None and any(admission.usage.get(fr, 0) > 0 for fr in frs)
+    if admission is None:
+        return False
+    usage = admission.usage
+    if len(frs) == 1:
+        return usage.get(frs[0], 0) > 0
+    return any(usage.get(fr, 0) > 0 for fr in frs)
 
 
 def preemptible_now(ws: WorkloadState, offset: int) -> bool:
@@ -215,7 +220,11 @@ class ClassicalPreemptor:
         def group(g: int) -> list[_Stream]:
             streams = made[g]
             if streams is None:
-                streams = made[g] = [self._stream(cq, ws, source, g < 3, frs) for source in kinds[g % 3]]
+                made[g] = streams = []
+                for source in kinds[g % 3]:
+                    stream = self._stream(cq, ws, source, g < 3, frs)
+                    if stream is not None:
+                        streams.append(stream)
             return streams
 
         forbidden = cq.spec.preemption.borrow_within_cohort == NEVER
@@ -232,6 +241,9 @@ class ClassicalPreemptor:
                 attempts = (True, False)
         for allow_borrowing in attempts:
             chosen: list[_Candidate] = []
+            # Without borrowing, the preemptor fits only once its own queue is low enough; other
+            # queues' victims never change that, so _fits need not be asked after each of them.
+            own_too_high = not allow_borrowing and self._borrows(cq, requests)
             try:
                 for g in range(6):
                     if not kinds[g % 3] or (allow_borrowing and forbidden and g % 3 == 1):
@@ -239,10 +251,16 @@ class ClassicalPreemptor:
                         # one that may only be reclaimed without borrowing: none is valid here.
                         continue
                     for candidate in _read(group(g), allow_borrowing, frs):
-                        if not self._valid(cq, candidate, allow_borrowing, frs):
+                        own = candidate.cq is cq
+                        # _read has checked the rest of _valid for this candidate, now
+                        if not own and not _path_valid(candidate, frs):
                             continue
                         self._remove(candidate)
                         chosen.append(candidate)
+                        if own:
+                            own_too_high = not allow_borrowing and self._borrows(cq, requests)
+                        elif own_too_high:
+                            continue  # _fits would say no: only the preemptor's own usage decides that
                         if self._fits(cq, requests, allow_borrowing):
                             chosen = self._fill_back(cq, requests, allow_borrowing, chosen)
                             return [Target(c.ws, VARIANT_REASON[c.variant], c.cq) for c in chosen]
@@ -273,12 +291,17 @@ class ClassicalPreemptor:
         return RECLAIM_WHILE_BORROWING
 
     def _stream(self, cq: ClusterQueueState, preemptor: WorkloadState, source: _Source,
-                evicted: bool, frs: list[FR]) -> _Stream:
+                evicted: bool, frs: list[FR]) -> _Stream | None:
+        """None when the queue holds nothing this stream could read."""
         member = source[0]
         own = member is cq
         spec = cq.spec.preemption
         policy = spec.within_cluster_queue if own else spec.reclaim_within_cohort
-        walk = member.candidates.ordered(evicted, max_candidate_priority(policy, preemptor))
+        bound = max_candidate_priority(policy, preemptor)
+        if not member.candidates.holds(evicted, bound):
+            return None
+        # Workloads admitted by the event being applied are no candidates (preemptible_now).
+        walk = member.candidates.ordered(evicted, bound, self.state.offset)
         return _Stream(member, own, self._candidates(cq, preemptor, source, walk, frs))
 
     def _candidates(self, cq: ClusterQueueState, preemptor: WorkloadState, source: _Source,
@@ -346,6 +369,11 @@ class ClassicalPreemptor:
         return all(cq.node.usage.get(fr, 0) < cq.node.nominal.get(fr, 0) for fr in frs)
 
     @staticmethod
+    def _borrows(cq: ClusterQueueState, requests: dict[FR, int]) -> bool:
+        node = cq.node
+        return any(node.borrowing_with(fr, value) for fr, value in requests.items())
+
+    @staticmethod
     def _fits(cq: ClusterQueueState, requests: dict[FR, int], allow_borrowing: bool) -> bool:
         node = cq.node
         for fr, value in requests.items():
@@ -377,6 +405,16 @@ class ClassicalPreemptor:
     def _restore(c: _Candidate) -> None:
         assert c.ws.admission is not None
         c.cq.node.add_usages(c.ws.admission.usage)
+
+
+def _path_valid(c: _Candidate, frs: list[FR]) -> bool:
+    """No cohort between the candidate's ClusterQueue and the common ancestor is within nominal."""
+    for node in c.cq.node.ancestors():
+        if node is c.lca:
+            return True
+        if within_nominal(node, frs):
+            return False
+    return True
 
 
 def _fit_in_quota(node: QuotaNode, requests: dict[FR, int]) -> tuple[bool, dict[FR, int]]:

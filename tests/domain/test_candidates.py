@@ -126,3 +126,25 @@ def test_reading_stops_at_the_priority_bound() -> None:
     assert list(cq.candidates.ordered(True)) == []
     last = len(events) - 1
     assert cq.candidates.admitted_at(last) and not cq.candidates.admitted_at(last + 1)
+
+
+def test_reading_leaves_out_one_offsets_admissions() -> None:
+    """Workloads admitted at the offset being applied are no candidates (preemptible_now):
+    the index steps over them, wherever they sit among the others."""
+    engine = Engine()
+    events = setup() + [{"type": "Batch", "events": [
+        {"type": "WorkloadSubmitted", "workload": workload("a", f"w{i}", p, 1)}
+        for i, p in enumerate((0, 50, 0))
+    ]}] + [{"type": "WorkloadSubmitted", "workload": workload("a", f"x{i}", p, 1)} for i, p in enumerate((0, 50))]
+    for offset, event in enumerate(events):
+        engine.apply(event, offset)
+    cq = engine.state.cluster_queues["a"]
+    batch, last = len(events) - 3, len(events) - 1
+    everything = [k for *_, k in cq.candidates.ordered(False)]
+    assert everything == ["a/x0", "a/w2", "a/w0", "a/x1", "a/w1"]
+    assert [k for *_, k in cq.candidates.ordered(False, None, batch)] == ["a/x0", "a/x1"]
+    assert [k for *_, k in cq.candidates.ordered(False, None, last)] == ["a/x0", "a/w2", "a/w0", "a/w1"]
+    assert [k for *_, k in cq.candidates.ordered(False, 0, batch)] == ["a/x0"]
+    assert [k for *_, k in cq.candidates.ordered(False, None, last + 1)] == everything
+    assert cq.candidates.holds(False) and cq.candidates.holds(False, 0) and not cq.candidates.holds(False, -1)
+    assert not cq.candidates.holds(True)
