@@ -143,12 +143,17 @@ class Scheduler:
             self.run_cycle(out, batch)
 
     # -- nominate ---------------------------------------------------------------------------
-    def assign(self, cq: ClusterQueueState, ws: WorkloadState) -> Entry:
+    def assign(self, cq: ClusterQueueState, ws: WorkloadState, fit_only: bool = False) -> Entry:
+        """The entry for this head. `fit_only`: the caller only asks whether it fits as it is
+        (and how), and that answer does not depend on any preemption search (`_fit_decides`):
+        none is made."""
         spec = cq.spec
         preemptor = self.preemptor
         search = Searches(preemptor, cq, ws, remember=not self.fair)
 
         def oracle(fr: FR, value: int) -> tuple[int, int]:
+            if fit_only:
+                return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
             targets = search({fr: value}, [fr])
             if not targets:
                 return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
@@ -169,7 +174,7 @@ class Scheduler:
             or (self.fair and spec.preemption.reclaim_within_cohort != NEVER),
             quotas=cq.quotas,
         )
-        full = self._try(cq, ws, assigner, None, search)
+        full = self._try(cq, ws, assigner, None, None if fit_only else search)
         if full.assignment.mode == MODE_FIT or full.targets:
             return full
         partial = self._partial(cq, ws, assigner, search)
@@ -177,10 +182,10 @@ class Scheduler:
 
     @staticmethod
     def _try(cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
-             counts: list[int] | None, search: Searches) -> Entry:
+             counts: list[int] | None, search: Searches | None) -> Entry:
         assignment = assigner.assign(ws.spec, counts)
         entry = Entry(cq, ws, assignment)
-        if assignment.mode not in (MODE_FIT, MODE_NO_FIT):
+        if search is not None and assignment.mode not in (MODE_FIT, MODE_NO_FIT):
             entry.targets = search(assignment.usage, assignment.preempt_frs())
         return entry
 
@@ -363,6 +368,20 @@ class Scheduler:
             holder.node.add_usages(usage)
         return fits
 
+    def _fit_decides(self, cq: ClusterQueueState, ws: WorkloadState) -> bool:
+        """Can `assign` skip its preemption searches when only "does it fit, and how" matters?
+
+        With one flavor per resource group, a search's answer never decides whether an
+        assignment fits: the oracle is asked only for a resource that does not fit, which makes
+        the assignment not fit whatever the answer, and it chooses no other flavor. Without
+        partial admission, no search steers which pod counts are tried. A classical search's only
+        other effect, deferring the ClusterQueue to the next event, is moot once it is deferred."""
+        if self.fair or cq.name not in self.state.deferred:
+            return False
+        if any(len(group.flavors) != 1 for group in cq.groups.values()):
+            return False
+        return all(ps.min_count is None or ps.min_count == ps.count for ps in ws.spec.pod_sets)
+
     def _overlapping(self, out: Emitter, entry: Entry, victims: dict[str, None],
                      reserved: list[tuple[ClusterQueueState, dict[FR, int]]],
                      held: list[tuple[ClusterQueueState, dict[FR, int]]]) -> None:
@@ -376,7 +395,7 @@ class Scheduler:
         for v in gone:
             state.cluster_queues[v.admission.cluster_queue].node.add_usages(v.admission.usage, -1)  # type: ignore[union-attr]
         try:
-            again = self.assign(cq, ws)
+            again = self.assign(cq, ws, fit_only=self._fit_decides(cq, ws))
         finally:
             for v in gone:
                 state.cluster_queues[v.admission.cluster_queue].node.add_usages(v.admission.usage)  # type: ignore[union-attr]

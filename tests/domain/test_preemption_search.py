@@ -4,15 +4,17 @@
 cohort's over-nominal sets instead of looking at every child, reads each queue's candidates
 lazily from its index, drops a queue from a search once it cannot yield a valid candidate any
 more, leaves out the priority groups when borrowing is allowed but borrowWithinCohort is not,
-and the scheduler asks each search once per assigned workload (`Searches`).
+and the scheduler asks each search once per assigned workload (`Searches`) and none when only
+whether a workload fits matters and no search can change that (`Scheduler._fit_decides`).
 
 Here every search the engine makes on random streams is also made by `reference_targets`, the
 search written plainly as Kueue's classical preemptor describes it (every child of every cohort
 on the path, every workload of every source sorted into Kueue's candidate order, each candidate
 validated, then the fewest given back), on the same state, and the two must agree: the same
 targets with the same reasons, the same deferral of the ClusterQueue, the state left exactly as
-it was. Every answer a `Searches` gives is compared with a fresh search, and every cohort's
-over-nominal sets with a scan of its children. The streams are those of the preemption and
+it was. Every answer a `Searches` gives is compared with a fresh search, every assignment made
+without searches with one made with them, and every cohort's over-nominal sets with a scan of
+its children. The streams are those of the preemption and
 hierarchy property modules, plus a run of Kueue's performance suite at a small size.
 """
 
@@ -47,7 +49,9 @@ from domain.preemption import (
     within_nominal,
 )
 from domain.quota import FR, QuotaNode
-from domain.scheduler import Searches
+from domain.entry import Entry
+from domain.flavor_assigner import MODE_FIT
+from domain.scheduler import Scheduler, Searches
 from domain.state import ClusterQueueState, State, WorkloadState
 
 Answer = list[tuple[str, str, str]]  # (victim, reason, its ClusterQueue)
@@ -170,6 +174,7 @@ class Seen:
     searches: int = 0  # ClassicalPreemptor.targets calls
     found: int = 0  # of which found targets
     repeated: int = 0  # Searches calls (answered from memory or not)
+    fit_only: int = 0  # assignments made without searches (Scheduler._fit_decides)
 
 
 def _usages(state: State) -> dict[str, dict[FR, int]]:
@@ -223,7 +228,22 @@ def checked_searches() -> Iterator[Seen]:
         seen.repeated += 1
         return answer
 
-    with patch.object(domain.scheduler, "ClassicalPreemptor", Checked), patch.object(Searches, "__call__", call):
+    assign = Scheduler.assign
+
+    def checked_assign(self: Scheduler, cq: ClusterQueueState, ws: WorkloadState, fit_only: bool = False) -> Entry:
+        entry = assign(self, cq, ws, fit_only)
+        if fit_only:
+            full = assign(self, cq, ws)
+            fits = entry.assignment.mode == MODE_FIT
+            assert fits == (full.assignment.mode == MODE_FIT), f"{ws.key}: fits without searching {fits}, with"
+            if fits:
+                assert entry.assignment.usage == full.assignment.usage
+                assert entry.assignment.message() == full.assignment.message()
+            seen.fit_only += 1
+        return entry
+
+    with (patch.object(domain.scheduler, "ClassicalPreemptor", Checked), patch.object(Searches, "__call__", call),
+          patch.object(Scheduler, "assign", checked_assign)):
         yield seen
 
 
@@ -280,4 +300,4 @@ def test_searches_agree_with_the_plain_search_on_kueues_large_scale_shape(tmp_pa
     assert result.summary.complete
     # Each answer a Searches gives is checked with a fresh search: searches = its misses + calls.
     misses = seen.searches - seen.repeated
-    assert seen.found > 20 and seen.searches - seen.found > 100 and misses < seen.repeated
+    assert seen.found > 20 and seen.searches - seen.found > 100 and misses < seen.repeated and seen.fit_only > 5
