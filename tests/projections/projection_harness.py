@@ -368,7 +368,7 @@ def check_against_engine(proj: Projection, engine: Engine, at: int) -> None:
     for name, cq in st.cluster_queues.items():
         view = proj.cluster_queues[name]
         assert view.terminating == cq.terminating, f"{where}: {name}"
-        assert list(view.pending) == list(cq.queue.members), f"{where}: pending order of {name}"
+        assert list(view.pending) == list(cq.queue.keys()), f"{where}: pending order of {name}"
         assert view.reservation == {fr: v for fr, v in cq.node.usage.items() if v}, f"{where}: reservation of {name}"
         assert list(view.holders) == list(cq.admitted) or set(view.holders) == set(cq.admitted), where
         admitted = [k for k in cq.admitted if st.workloads[k].admission.admitted and not st.workloads[k].evicted]  # type: ignore[union-attr]
