@@ -171,8 +171,12 @@ class Tournament:
 
     Kueue computes, before every round, each entry's share at every level of its tree. A round
     only compares entries where their paths meet, so here a share is computed when a comparison
-    first needs it and kept for the rest of the round (usage changes only between rounds); a
-    tree with one entry left needs no comparison at all."""
+    first needs it; a tree with one entry left needs no comparison. Both a share at a cohort and
+    the winner below a cohort read only the usage of nodes below that cohort (the rest is
+    configuration, fixed within a cycle, and the entries' own fields), so they are kept for later
+    rounds for as long as the subtree's change count (QuotaNode.changes) stays the same and, for
+    a winner, no entry below it has gone: processing an entry changes usage along its own path,
+    so every other subtree's result carries over to the next round as it is."""
 
     def __init__(self, entries: list[Entry], preemptors: frozenset[str] = frozenset()) -> None:
         self.remaining: dict[str, Entry] = {e.cq.name: e for e in entries}
@@ -185,6 +189,12 @@ class Tournament:
                 self._left[id(ancestor)] = self._left.get(id(ancestor), 0) + 1
         self._lendable: Lendable = {}  # the configuration does not change within a cycle
         self._children: dict[int, list[QuotaNode]] = {}
+        # (id(cohort), ClusterQueue) -> (the entry's share at the cohort, whether it borrows on
+        # the entry's resources, the cohort's child it is the share of, that child's changes).
+        self._shares: dict[tuple[int, str], tuple[DRS, bool, QuotaNode, int]] = {}
+        # id(cohort) -> (the winner below it, the cohort's changes); dropped when an entry below
+        # the cohort leaves the tournament.
+        self._winners: dict[int, tuple[Entry | None, int]] = {}
 
     def __iter__(self) -> Iterator[Entry]:
         while self.remaining:
@@ -195,58 +205,66 @@ class Tournament:
             if node.parent is not None:
                 root = node.root()
                 if self._left[id(root)] > 1:
-                    winner = self._run(root, {})
+                    winner = self._run(root)
             assert winner is not None
             del self.remaining[winner.cq.name]
             for ancestor in winner.cq.node.ancestors():
                 self._left[id(ancestor)] -= 1
+                self._winners.pop(id(ancestor), None)
             yield winner
 
-    def _share(self, entry: Entry, cohort: QuotaNode, values: dict[tuple[int, str], DRS]) -> DRS:
-        """The share, with the entry's usage, of the child of `cohort` on the entry's path. The
-        usage is carried up the path on paper, not added to the tree and taken back."""
+    def _share(self, entry: Entry, cohort: QuotaNode) -> tuple[DRS, bool]:
+        """The share, with the entry's usage, of the child of `cohort` on the entry's path, and
+        whether that child borrows on a resource the entry requests. The usage is carried up the
+        path on paper, not added to the tree and taken back."""
         key = (id(cohort), entry.cq.name)
-        share = values.get(key)
-        if share is None:
-            node = entry.cq.node
-            extra = entry.assignment.usage
-            while node.parent is not cohort:
-                extra = usage_seen_above(node, extra)
-                assert node.parent is not None
-                node = node.parent
-            share = values[key] = dominant_resource_share(node, self._lendable, extra)
-        return share
+        cached = self._shares.get(key)
+        if cached is not None and cached[2].changes == cached[3]:
+            return cached[0], cached[1]
+        node = entry.cq.node
+        extra = entry.assignment.usage
+        while node.parent is not cohort:
+            extra = usage_seen_above(node, extra)
+            assert node.parent is not None
+            node = node.parent
+        share = dominant_resource_share(node, self._lendable, extra)
+        borrowing = share.borrowing_on(entry.assignment.usage)
+        self._shares[key] = (share, borrowing, node, node.changes)
+        return share, borrowing
 
-    def _run(self, cohort: QuotaNode, values: dict[tuple[int, str], DRS]) -> Entry | None:
+    def _run(self, cohort: QuotaNode) -> Entry | None:
+        cached = self._winners.get(id(cohort))
+        if cached is not None and cached[1] == cohort.changes:
+            return cached[0]
         children = self._children.get(id(cohort))
         if children is None:
             children = self._children[id(cohort)] = [cohort.children[n] for n in sorted(cohort.children)]
         candidates: list[Entry] = []
         for child in children:
             if not child.is_cluster_queue and self._left.get(id(child)):
-                winner = self._run(child, values)
+                winner = self._run(child)
                 if winner is not None:
                     candidates.append(winner)
         for child in children:
             if child.is_cluster_queue and child.name in self.remaining:
                 candidates.append(self.remaining[child.name])
-        if not candidates:
-            return None
-        best = candidates[0]
-        for current in candidates[1:]:
-            if self._less(current, best, cohort, values):
-                best = current
+        best: Entry | None = None
+        if candidates:
+            best = candidates[0]
+            for current in candidates[1:]:
+                if self._less(current, best, cohort):
+                    best = current
+        self._winners[id(cohort)] = (best, cohort.changes)
         return best
 
-    def _less(self, a: Entry, b: Entry, parent: QuotaNode, values: dict[tuple[int, str], DRS]) -> bool:
+    def _less(self, a: Entry, b: Entry, parent: QuotaNode) -> bool:
         wa, wb = a.ws, b.ws
         if self._preemptors:
             pa, pb = a.cq.name in self._preemptors, b.cq.name in self._preemptors
             if pa != pb:
                 return pa
-        da, db = self._share(a, parent, values), self._share(b, parent, values)
-        ba = da.borrowing_on(a.assignment.usage)
-        bb = db.borrowing_on(b.assignment.usage)
+        da, ba = self._share(a, parent)
+        db, bb = self._share(b, parent)
         if ba != bb:
             return not ba
         c = compare(da, db)

@@ -33,6 +33,7 @@ class QuotaNode:
         "weight",
         "leaf_nodes",
         "over",
+        "changes",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -54,6 +55,10 @@ class QuotaNode:
         # a reclaiming search may take from), kept by add_usage() and recompute(): a search
         # visits these instead of looking at every child of a wide cohort.
         self.over: dict[FR, dict[str, None]] = {}
+        # Counts the usage changes in this node's subtree (its own included): a reader may keep
+        # what it computed from the usage of nodes of a subtree for as long as the subtree's
+        # root keeps this count (fair sharing's shares and tournament winners within a cycle).
+        self.changes = 0
 
     # -- structure --------------------------------------------------------------------------
     def root(self) -> QuotaNode:
@@ -163,6 +168,8 @@ class QuotaNode:
     # -- usage ------------------------------------------------------------------------------
     def add_usage(self, fr: FR, delta: int) -> None:
         """Add (or, negative, remove) usage; the parent sees only what exceeds localQuota."""
+        if delta == 0:
+            return
         node: QuotaNode | None = self
         while node is not None and delta != 0:
             usage = node.usage
@@ -177,9 +184,13 @@ class QuotaNode:
                 quota = node.subtree.get(fr, 0)
                 if (before > quota) != (after > quota):
                     _mark_over(parent, node.name, fr, after > quota)
+            node.changes += 1
             local = node.local_quota(fr) if node.lending_limit else 0
             delta = (after - local if after > local else 0) - (before - local if before > local else 0)
             node = parent
+        while node is not None:  # the part kept within a localQuota: usage changed below these
+            node.changes += 1
+            node = node.parent
 
     def add_usages(self, usage: dict[FR, int], sign: int = 1) -> None:
         add = self.add_usage
@@ -194,6 +205,7 @@ def recompute(root: QuotaNode) -> None:
 
 def _recompute(node: QuotaNode) -> None:
     node.leaf_nodes = None
+    node.changes += 1
     if node.is_cluster_queue:
         node.subtree = dict(node.nominal)
         node.tree_height = 0
