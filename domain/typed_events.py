@@ -62,18 +62,21 @@ class Submitted(msgspec.Struct, tag_field="type", tag="WorkloadSubmitted"):
     workload: _Workload | None = None
 
 
-class Finished(msgspec.Struct, tag_field="type", tag="WorkloadFinished"):
+class _ByName(msgspec.Struct):
+    """The fields of an event that names a workload by namespace and name."""
+
     id: str | None = None
     time: str | None = None
     namespace: str | None = None
     name: str | None = None
 
 
-class Deleted(msgspec.Struct, tag_field="type", tag="WorkloadDeleted"):
-    id: str | None = None
-    time: str | None = None
-    namespace: str | None = None
-    name: str | None = None
+class Finished(_ByName, tag_field="type", tag="WorkloadFinished"):
+    pass
+
+
+class Deleted(_ByName, tag_field="type", tag="WorkloadDeleted"):
+    pass
 
 
 TypedEvent = Submitted | Finished | Deleted
