@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from domain.decisions import encode
+from domain.engine import Engine
 from streams.agent import cause_of
 from streams.envelope import event_message
+from streams.generate import generated_events
 from streams.log import EventLog, Message, Topics
 from streams.settings import (
     ENV_DECISIONS_TOPIC,
@@ -79,6 +82,21 @@ def write_jsonl(path: Path, events: Iterable[bytes | dict[str, Any]]) -> int:
             f.write(raw + b"\n")
             count += 1
     return count
+
+
+def decided(events: Iterable[bytes | dict[str, Any]]) -> list[bytes]:
+    """The encoded decisions a fresh in-process engine gives these events, offsets from 0."""
+    engine = Engine()
+    return [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
+
+
+def stream_and_replay(n: int, seed: int, tmp_path: Path) -> tuple[list[bytes | dict[str, Any]], asyncio.Task[list[bytes]]]:
+    """A generated stream of n events ending in SENTINEL, and `quotaflow replay` of it already
+    running in a thread (the expected decision log, awaited when the agent is done)."""
+    events: list[bytes | dict[str, Any]] = [*generated_events(n - 1, seed=seed), SENTINEL]
+    events_file = tmp_path / "events.jsonl"
+    write_jsonl(events_file, events)
+    return events, asyncio.create_task(asyncio.to_thread(replay, events_file))
 
 
 def replay(events_file: Path) -> list[bytes]:

@@ -16,18 +16,19 @@ from agent_harness import (
     AgentProcess,
     assert_exactly_once,
     check_recoveries,
+    decided,
     kill_points,
     replay,
     run_with_kills,
     running,
+    stream_and_replay,
     wait_for_engine,
     wait_for_cause,
     write_input,
     write_jsonl,
 )
 
-from domain.decisions import encode
-from domain.engine import Engine, Unparseable
+from domain.engine import Unparseable
 from streams.agent import Agent, AgentConfig
 from streams.event_files import read_events
 from streams.generate import generated_events
@@ -59,8 +60,7 @@ async def test_every_conformance_scenario_through_the_agent_equals_replay(tmp_pa
             if any(isinstance(e, Unparseable) for e in events):
                 continue  # a broken YAML document has no counterpart in a log of JSON records
             ran += 1
-            engine = Engine()
-            expected = [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
+            expected = decided(events)
             topics = Topics(f"s{n}.events", f"s{n}.decisions", f"s{n}.snapshots")
             await write_input(log, topics.input, events)
             agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=3, engine_process=mode == "process"))
@@ -83,8 +83,7 @@ async def test_restart_resumes_after_events_that_decide_nothing(tmp_path: Path, 
     events = list(generated_events(300, seed=5))
     quiet = {"type": "ConfigApplied", "object": {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "idle"}}}
     all_events: list[bytes | dict[str, object]] = [*events, quiet, quiet, quiet]
-    engine = Engine()
-    expected = [encode(d) for offset, e in enumerate(all_events) for d in engine.apply(e, offset)]
+    expected = decided(all_events)
 
     for snapshot_every in (1_000_000, 1):  # without snapshots, then with one after every batch
         log = SqliteLog(db)
@@ -109,16 +108,13 @@ async def test_restart_resumes_after_events_that_decide_nothing(tmp_path: Path, 
 async def test_embedded_crash_test(tmp_path: Path, mode: str) -> None:
     """20,000 events; the agent process is SIGKILLed at 6 random points and restarted."""
     n = 20_000
-    events = [*generated_events(n - 1, seed=11), SENTINEL]
-    events_file = tmp_path / "events.jsonl"
-    write_jsonl(events_file, events)
+    events, expected_task = stream_and_replay(n, 11, tmp_path)
     db = tmp_path / "crash.db"
     url = f"sqlite:///{db}"
     topics = Topics("quotaflow.events", "quotaflow.decisions", "quotaflow.snapshots")
     log = SqliteLog(db)
     await log.start()
     await log.ensure_topics(topics.specs())
-    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
     await write_input(log, topics.input, events)
 
     agent = AgentProcess(url, topics, tmp_path / "agent.log", args=[*CRASH_ARGS, ENGINE_MODES[mode]])
@@ -142,8 +138,7 @@ async def test_killing_the_engine_process_makes_the_agent_recover(tmp_path: Path
 
     n = 12_000
     events = [*generated_events(n - 1, seed=17), SENTINEL]
-    engine = Engine()
-    expected = [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
+    expected = decided(events)
     topics = Topics("in", "out", "snap")
     log = SqliteLog(tmp_path / "engine-kill.db")
     await log.start()
@@ -201,8 +196,7 @@ async def test_batches_folded_while_a_commit_waits_share_the_next_transaction(tm
             return writer
 
     events = list(generated_events(60, seed=12))
-    engine = Engine()
-    expected = [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
+    expected = decided(events)
     topics = Topics("in", "out", "snap")
     log = SlowCommits(tmp_path / "gated.db")
     await log.start()
@@ -377,8 +371,7 @@ async def test_an_unusable_snapshot_falls_back_to_folding_from_zero(tmp_path: Pa
 
     topics = Topics("in", "out", "snap")
     events = list(generated_events(400, seed=9))
-    engine = Engine()
-    expected = [encode(d) for offset, e in enumerate(events) for d in engine.apply(e, offset)]
+    expected = decided(events)
     log = SqliteLog(tmp_path / "bad-snapshot.db")
     await log.start()
     await log.ensure_topics(topics.specs())

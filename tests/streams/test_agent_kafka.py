@@ -14,7 +14,6 @@ import pytest
 from agent_harness import (
     CRASH_ARGS,
     ENGINE_MODES,
-    SENTINEL,
     AgentProcess,
     assert_exactly_once,
     check_recoveries,
@@ -23,10 +22,10 @@ from agent_harness import (
     replay,
     run_with_kills,
     running,
+    stream_and_replay,
     wait_for_cause,
     wait_for_engine,
     write_input,
-    write_jsonl,
 )
 from aiokafka import AIOKafkaProducer
 from kafka_fixtures import kafka_required
@@ -34,7 +33,6 @@ from kafka_fixtures import kafka_required
 from streams.agent import Agent, AgentConfig
 from streams.client import Client
 from streams.event_files import read_events
-from streams.generate import generated_events
 from streams.kafka_log import ENV_INSTANCE_ID, KafkaLog
 from streams.log import Topics
 from streams.settings import Settings
@@ -131,10 +129,7 @@ async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topic
     """20,000 events; the agent process is SIGKILLed at 6 random points and restarted; the
     decision log read read_committed has no duplicate and no gap and equals replay."""
     n = 20_000
-    events = [*generated_events(n - 1, seed=21), SENTINEL]
-    events_file = tmp_path / "events.jsonl"
-    write_jsonl(events_file, events)
-    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
+    events, expected_task = stream_and_replay(n, 21, tmp_path)
     await write_input(kafka_log, topics.input, events)
     agent = AgentProcess(
         f"kafka://{kafka_bootstrap}",
@@ -167,10 +162,7 @@ async def test_kafka_killing_the_engine_process_makes_the_agent_recover(
     import signal
 
     n = 12_000
-    events = [*generated_events(n - 1, seed=29), SENTINEL]
-    events_file = tmp_path / "events.jsonl"
-    write_jsonl(events_file, events)
-    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
+    events, expected_task = stream_and_replay(n, 29, tmp_path)
     await write_input(kafka_log, topics.input, events)
     agent = AgentProcess(
         f"kafka://{kafka_bootstrap}",
@@ -229,10 +221,7 @@ async def test_kafka_broker_stopped_and_restarted_mid_run(own_broker: dict[str, 
     bootstrap = broker.bootstrap  # type: ignore[attr-defined]
     topics = Topics("restart.events", "restart.decisions", "restart.snapshots")
     n = 12_000
-    events = [*generated_events(n - 1, seed=33), SENTINEL]
-    events_file = tmp_path / "events.jsonl"
-    write_jsonl(events_file, events)
-    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
+    events, expected_task = stream_and_replay(n, 33, tmp_path)
     log = KafkaLog(bootstrap)
     await log.ensure_topics(topics.specs(), single_partition=[topics.input, topics.decisions])
     await write_input(log, topics.input, events)
@@ -276,10 +265,7 @@ async def test_kafka_two_agents_only_one_writes_and_the_standby_takes_over(
     kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, tmp_path: Path
 ) -> None:
     n = 10_000
-    events = [*generated_events(n - 1, seed=44), SENTINEL]
-    events_file = tmp_path / "events.jsonl"
-    write_jsonl(events_file, events)
-    expected_task = asyncio.create_task(asyncio.to_thread(replay, events_file))
+    events, expected_task = stream_and_replay(n, 44, tmp_path)
     url = f"kafka://{kafka_bootstrap}"
     args = ["--snapshot-every", "2000", "--max-batch", "500"]
     first = AgentProcess(url, topics, tmp_path / "first.log", args=args, env={ENV_INSTANCE_ID: "pod-a"})
