@@ -306,8 +306,12 @@ class Scheduler:
         available: it cannot fit, so its answer is the one it had. Skipping the full flavor
         assignment here is what keeps a finish cheap when large workloads wait.
 
+        Under fair sharing as under Classical. Kueue would evaluate it in this cycle; unevaluated,
+        it reserves no room and takes no part in the tournament (CONTRACT, "Waiting without
+        re-evaluation": a departure the admission issue asks for).
+
         Returns the (resource, amount) it waits for, or None if it may fit and must be tried."""
-        if ws.last_status is None or ws.last_status[0] != reasons.WAITING_FOR_QUOTA or self.fair:
+        if ws.last_status is None or ws.last_status[0] != reasons.WAITING_FOR_QUOTA:
             return None
         policy = cq.spec.preemption
         if policy.within_cluster_queue != NEVER or policy.reclaim_within_cohort != NEVER:
