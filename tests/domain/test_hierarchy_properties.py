@@ -43,13 +43,15 @@ from typing import Any
 from unittest.mock import patch
 
 from draining import admitted_alone, drain
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_engine_properties import usage_of
 
 from domain.decisions import encode
 from domain.emitter import Emitter
+from domain import reasons
 from domain.engine import Engine
+from domain.flavor_assigner import MODE_FIT, MODE_NO_FIT
 from domain.scheduler import Scheduler
 
 FR = tuple[str, str]
@@ -151,9 +153,10 @@ def quotas(draw: st.DrawFn, flavors: tuple[str, ...], *, limits: bool, is_cq: bo
 
 @st.composite
 def trees(draw: st.DrawFn, fair: bool | None = None, min_quota: int = 0, weights: tuple[str, ...] = WEIGHTS,
-          release: str | None = None) -> Tree:
+          release: str | None = None, policies: tuple[tuple[str, str, str], ...] = POLICIES) -> Tree:
     """Random three- and four-level cohort trees. min_quota > 0 keeps every ClusterQueue's
-    nominal quota and lending limit positive; release fixes the eviction release policy."""
+    nominal quota and lending limit positive; release fixes the eviction release policy;
+    policies are the ClusterQueues' preemption policies to draw from."""
     flavors = ("f1", "f2")[: draw(st.integers(1, 2))]
     policy = ("FairSharing" if draw(st.booleans()) else "Classical") if fair is None else ("FairSharing" if fair else "Classical")
     weight = (lambda: draw(st.sampled_from(weights))) if policy == "FairSharing" else (lambda: "1")
@@ -166,7 +169,7 @@ def trees(draw: st.DrawFn, fair: bool | None = None, min_quota: int = 0, weights
 
     def add_cq(name: str, parent: str) -> None:
         q = draw(quotas(flavors, limits=True, is_cq=True, low=min_quota, high=6, min_lend=min_quota))
-        nodes.append(Node(name, True, parent, q, weight(), draw(st.sampled_from(POLICIES))))
+        nodes.append(Node(name, True, parent, q, weight(), draw(st.sampled_from(policies))))
 
     for m in range(draw(st.integers(1, 3))):
         mid = f"mid-{m}"
@@ -589,3 +592,41 @@ def test_formulas_match_the_documented_example() -> None:
     b_lends_1 = Node("b", True, "c", (("f1", Quota(12, None, 1)),))
     q2 = Quotas.of(Tree(("f1",), (tree.nodes[0], a, b_lends_1)))
     assert (q2.subtree["c"][fr], q2.potential("a", fr), q2.potential("b", fr)) == (10000, 10000, 21000)
+
+
+# Queues that cannot preempt, where the check applies, and some that can and take their quota.
+NON_PREEMPTIVE_MOSTLY = (("Never", "Never", "Never"),) * 3 + POLICIES[:2]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tree=trees(policies=NON_PREEMPTIVE_MOSTLY), ops_=ops(submits=8, releases=2, finishes=3, deletes=1, min_size=30, max_size=70))
+def test_a_head_left_unevaluated_could_not_have_been_admitted_and_keeps_its_reason(tree: Tree, ops_: list[Any]) -> None:
+    """Scheduler._still_hopeless lets a woken head keep its answer without a flavor assignment
+    (CONTRACT, "Waiting without re-evaluation"), under Classical and fair sharing alike. What it
+    claims for that head itself: a full evaluation, made at that moment against the same quota,
+    would not admit it, would choose no victims, and would give the reason it already has. (Its
+    effect on others, the room it would hold and its place in the tournament, is the documented
+    departure; see the scenarios named there.) The evaluation is side-effect free here: the
+    check applies only to queues that cannot preempt, whose preemption searches return at once."""
+    original = Scheduler._still_hopeless
+    checked = 0
+
+    def still_hopeless(self: Scheduler, cq: Any, ws: Any) -> tuple[str, int] | None:
+        nonlocal checked
+        needs = original(self, cq, ws)
+        if needs is not None:
+            checked += 1
+            entry = self.assign(cq, ws)
+            assignment = entry.assignment
+            where = f"{ws.key} in {cq.name} skipped as waiting for {needs}"
+            assert assignment.mode != MODE_FIT, f"{where}, but it fits: {assignment.usage}"
+            assert not entry.targets, f"{where}, but it has victims"
+            reason = assignment.no_fit_reason if assignment.mode == MODE_NO_FIT else reasons.WAITING_FOR_QUOTA
+            assert ws.last_status is not None and reason == ws.last_status[0], (
+                f"{where}: an evaluation gives {reason}, it keeps {ws.last_status}")
+        return needs
+
+    with patch.object(Scheduler, "_still_hopeless", still_hopeless):
+        for _ in replay(tree, ops_):
+            pass
+    event("skips checked: " + ("none" if not checked else "1-9" if checked < 10 else "10+"))
