@@ -208,10 +208,7 @@ class ClassicalPreemptor:
             return []  # a non-preemptive queue: no candidate can exist
         same_queue: list[_Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
         hierarchy, priority = self._cohort_sources(cq, requests, frs)
-        offset = self.state.offset
-        for sources in (same_queue, hierarchy, priority):
-            if any(member.candidates.admitted_at(offset) for member, _, _ in sources):
-                self.state.deferred[cq.name] = None
+        self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))
         # Six groups, read in this order: (evicted, then not) x (hierarchy, priority, own queue),
         # each made when first needed.
         kinds = (hierarchy, priority, same_queue)
@@ -268,6 +265,29 @@ class ClassicalPreemptor:
                 for candidate in chosen:
                     self._restore(candidate)
         return []
+
+    def defer(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR]) -> None:
+        """Only the side effect of `targets`: defer the ClusterQueue to the next event when a
+        queue it may take from holds a workload admitted by the event being applied (such a
+        workload is no candidate now, but may be at the next event). For callers that need no
+        targets, only this; it looks at the same queues `targets` does."""
+        if cq.name in self.state.deferred:
+            return
+        policy = cq.spec.preemption
+        if policy.within_cluster_queue == NEVER and (
+            cq.node.parent is None or policy.reclaim_within_cohort == NEVER
+        ):
+            return
+        same_queue: list[_Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
+        hierarchy, priority = self._cohort_sources(cq, requests, frs)
+        self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))
+
+    def _defer_if_admitted_now(self, cq: ClusterQueueState, kinds: tuple[list[_Source], ...]) -> None:
+        offset = self.state.offset
+        for sources in kinds:
+            if any(member.candidates.admitted_at(offset) for member, _, _ in sources):
+                self.state.deferred[cq.name] = None
+                return
 
     # -- candidates -------------------------------------------------------------------------
     def _classify(self, cq: ClusterQueueState, preemptor: WorkloadState, candidate: WorkloadState,

@@ -46,20 +46,29 @@ class Searches:
     Nothing changes the quota or the candidates while one workload is assigned (the oracle and
     the preemptor put back what they simulate), so a search asked twice (the oracle's for one
     flavor, then the entry's; again in the partial-admission search) has the same answer: the
-    classical preemptor is asked once. Fair sharing is always asked."""
+    classical preemptor is asked once. Fair sharing is always asked.
 
-    __slots__ = ("_preemptor", "_cq", "_ws", "_answers")
+    `defer_only` (classical only, see `Scheduler._fit_decides`): no answer matters, only the
+    search's side effect of deferring the ClusterQueue; every search answers "no targets"."""
+
+    __slots__ = ("_preemptor", "_cq", "_ws", "_answers", "_defer_only")
 
     def __init__(self, preemptor: ClassicalPreemptor | FairSharingPreemptor, cq: ClusterQueueState,
-                 ws: WorkloadState, remember: bool) -> None:
+                 ws: WorkloadState, remember: bool, defer_only: bool = False) -> None:
         self._preemptor = preemptor
         self._cq = cq
         self._ws = ws
         self._answers: dict[tuple[tuple[tuple[FR, int], ...], tuple[FR, ...]], list[Target]] | None = (
             {} if remember else None
         )
+        self._defer_only = defer_only
 
     def __call__(self, requests: dict[FR, int], frs: list[FR]) -> list[Target]:
+        if self._defer_only:
+            preemptor = self._preemptor
+            assert isinstance(preemptor, ClassicalPreemptor)
+            preemptor.defer(self._cq, requests, frs)
+            return []
         answers = self._answers
         if answers is None:
             return self._preemptor.targets(self._cq, self._ws, requests, frs)
@@ -146,14 +155,12 @@ class Scheduler:
     def assign(self, cq: ClusterQueueState, ws: WorkloadState, fit_only: bool = False) -> Entry:
         """The entry for this head. `fit_only`: the caller only asks whether it fits as it is
         (and how), and that answer does not depend on any preemption search (`_fit_decides`):
-        none is made."""
+        no search looks for targets, each only defers the ClusterQueue as it would."""
         spec = cq.spec
         preemptor = self.preemptor
-        search = Searches(preemptor, cq, ws, remember=not self.fair)
+        search = Searches(preemptor, cq, ws, remember=not self.fair, defer_only=fit_only)
 
         def oracle(fr: FR, value: int) -> tuple[int, int]:
-            if fit_only:
-                return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
             targets = search({fr: value}, [fr])
             if not targets:
                 return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
@@ -174,7 +181,7 @@ class Scheduler:
             or (self.fair and spec.preemption.reclaim_within_cohort != NEVER),
             quotas=cq.quotas,
         )
-        full = self._try(cq, ws, assigner, None, None if fit_only else search)
+        full = self._try(cq, ws, assigner, None, search)
         if full.assignment.mode == MODE_FIT or full.targets:
             return full
         partial = self._partial(cq, ws, assigner, search)
@@ -373,14 +380,17 @@ class Scheduler:
         return fits
 
     def _fit_decides(self, cq: ClusterQueueState, ws: WorkloadState) -> bool:
-        """Can `assign` skip its preemption searches when only "does it fit, and how" matters?
+        """Can `assign` skip looking for preemption targets when only "does it fit, and how"
+        matters?
 
         With one flavor per resource group, a search's answer never decides whether an
         assignment fits: the oracle is asked only for a resource that does not fit, which makes
-        the assignment not fit whatever the answer, and it chooses no other flavor. Without
-        partial admission, no search steers which pod counts are tried. A classical search's only
-        other effect, deferring the ClusterQueue to the next event, is moot once it is deferred."""
-        if self.fair or cq.name not in self.state.deferred:
+        the assignment not fit whatever the answer (NO_CANDIDATES, PREEMPT and RECLAIM are all
+        "Preempt"), and it chooses no other flavor; so the same searches are asked whatever the
+        answers. Without partial admission, no search steers which pod counts are tried. A
+        classical search's only other effect, deferring the ClusterQueue to the next event, is
+        kept (`Searches` with `defer_only`)."""
+        if self.fair:
             return False
         if any(len(group.flavors) != 1 for group in cq.groups.values()):
             return False

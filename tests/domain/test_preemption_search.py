@@ -4,8 +4,9 @@
 cohort's over-nominal sets instead of looking at every child, reads each queue's candidates
 lazily from its index, drops a queue from a search once it cannot yield a valid candidate any
 more, leaves out the priority groups when borrowing is allowed but borrowWithinCohort is not,
-and the scheduler asks each search once per assigned workload (`Searches`) and none when only
-whether a workload fits matters and no search can change that (`Scheduler._fit_decides`).
+and the scheduler asks each search once per assigned workload (`Searches`) and, when only
+whether a workload fits matters and no search can change that (`Scheduler._fit_decides`), only
+whether the ClusterQueue is deferred.
 
 Here every search the engine makes on random streams is also made by `reference_targets`, the
 search written plainly as Kueue's classical preemptor describes it (every child of every cohort
@@ -209,6 +210,11 @@ def checked_searches() -> Iterator[Seen]:
             already = cq.name in state.deferred
             expected, deferred = reference_targets(state, cq, ws, requests, frs)
             assert _usages(state) == before
+            if not already:  # only the deferral, as a search that needs no targets makes it
+                self.defer(cq, requests, frs)
+                by_defer = cq.name in state.deferred
+                state.deferred.pop(cq.name, None)
+                assert by_defer == deferred, f"offset {state.offset}: {cq.name} deferred {by_defer}, by a search {deferred}"
             got = super().targets(cq, ws, requests, frs)
             answer = [(t.ws.key, t.reason, t.cq.name) for t in got]
             where = f"offset {state.offset}: search for {ws.key} in {cq.name}, {requests}"
@@ -223,6 +229,9 @@ def checked_searches() -> Iterator[Seen]:
 
     def call(self: Searches, requests: dict[FR, int], frs: list[FR]) -> list[Any]:
         answer = remembered(self, requests, frs)
+        if self._defer_only:  # answers nothing by design; a fresh search would defer for it
+            assert answer == []
+            return answer
         fresh = self._preemptor.targets(self._cq, self._ws, requests, frs)
         assert [(t.ws.key, t.reason) for t in answer] == [(t.ws.key, t.reason) for t in fresh]
         seen.repeated += 1
@@ -231,9 +240,16 @@ def checked_searches() -> Iterator[Seen]:
     assign = Scheduler.assign
 
     def checked_assign(self: Scheduler, cq: ClusterQueueState, ws: WorkloadState, fit_only: bool = False) -> Entry:
+        deferred = self.state.deferred
+        already = cq.name in deferred
         entry = assign(self, cq, ws, fit_only)
         if fit_only:
+            # The searches it skipped would have deferred the ClusterQueue exactly when it did.
+            deferred_without = cq.name in deferred
+            if not already:
+                deferred.pop(cq.name, None)  # the last key, if added: put back in place below
             full = assign(self, cq, ws)
+            assert (cq.name in deferred) == deferred_without, f"{ws.key}: deferred without searching {deferred_without}"
             fits = entry.assignment.mode == MODE_FIT
             assert fits == (full.assignment.mode == MODE_FIT), f"{ws.key}: fits without searching {fits}, with"
             if fits:
