@@ -270,6 +270,7 @@ class FlavorAssigner:
         best_mode = WORST
         least_severe = 0
         flavors = self.flavors
+        fits = self._fits
         for fq in group.flavors:
             fname = fq.name
             rf = flavors.get(fname)
@@ -287,7 +288,7 @@ class FlavorAssigner:
             modes: dict[str, int] = {}
             for res in covered:
                 fr = (fname, res)
-                mode, borrow, text, no_fit = self._fits(fr, assigned.get(fr, 0), requests[res])
+                mode, borrow, text, no_fit = fits(fr, assigned.get(fr, 0), requests[res])
                 if text:
                     reasons_out.append(text)
                 if no_fit:
@@ -300,6 +301,11 @@ class FlavorAssigner:
                     continue
                 chosen[res] = fname
                 modes[res] = mode
+            if rep is BEST:
+                # Every resource fits without borrowing: should_try_next_flavor(BEST) is false
+                # whatever the fungibility, so the flavor is taken as below, one call sooner.
+                best, best_modes, best_mode = chosen, modes, rep
+                break
             if rep.mode == NO_FIT and flavor_reason:
                 least_severe = _less_severe(least_severe, _reason_of(flavor_reason))
             if not should_try_next_flavor(rep, fungibility):

@@ -157,10 +157,11 @@ def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]
                 state.ready[member.name] = None
             continue
         available: dict[str, int] = {}
+        quotas = member.quotas
+        parent = node.parent
         for fr in released:
-            if fr[1] not in filed or fr not in member.quotas:
+            if fr[1] not in filed or fr not in quotas:
                 continue
-            parent = node.parent
             if parent is None:
                 amount = node.available(fr)
             else:
@@ -169,7 +170,8 @@ def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]
                 if above is None:
                     above = through_parent[key] = parent.available(fr)
                 amount = node.available_below(fr, above)
-            amount = max(0, amount)
+            if amount < 0:
+                amount = 0
             if amount > available.get(fr[1], -1):
                 available[fr[1]] = amount
         if queue.wake_released(available) and member.active:

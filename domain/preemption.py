@@ -190,6 +190,14 @@ def max_candidate_priority(policy: str, preemptor: WorkloadState) -> int | None:
     return -(1 << 63)  # Never: nothing qualifies
 
 
+def never_preempts(cq: ClusterQueueState) -> bool:
+    """A non-preemptive ClusterQueue under Classical preemption: `ClassicalPreemptor.targets`
+    returns no target for it, whatever is asked, and neither it nor `defer` changes anything
+    (the scheduler then skips asking)."""
+    policy = cq.spec.preemption
+    return policy.within_cluster_queue == NEVER and (cq.node.parent is None or policy.reclaim_within_cohort == NEVER)
+
+
 class ClassicalPreemptor:
     def __init__(self, state: State) -> None:
         self.state = state
@@ -201,11 +209,9 @@ class ClassicalPreemptor:
         requests: dict[FR, int],
         frs: list[FR],
     ) -> list[Target]:
-        policy = cq.spec.preemption
-        if policy.within_cluster_queue == NEVER and (
-            cq.node.parent is None or policy.reclaim_within_cohort == NEVER
-        ):
+        if never_preempts(cq):
             return []  # a non-preemptive queue: no candidate can exist
+        policy = cq.spec.preemption
         same_queue: list[_Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
         hierarchy, priority = self._cohort_sources(cq, requests, frs)
         self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))
@@ -271,13 +277,9 @@ class ClassicalPreemptor:
         queue it may take from holds a workload admitted by the event being applied (such a
         workload is no candidate now, but may be at the next event). For callers that need no
         targets, only this; it looks at the same queues `targets` does."""
-        if cq.name in self.state.deferred:
+        if cq.name in self.state.deferred or never_preempts(cq):
             return
         policy = cq.spec.preemption
-        if policy.within_cluster_queue == NEVER and (
-            cq.node.parent is None or policy.reclaim_within_cohort == NEVER
-        ):
-            return
         same_queue: list[_Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
         hierarchy, priority = self._cohort_sources(cq, requests, frs)
         self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))

@@ -205,9 +205,24 @@ class PendingQueue:
             generic.clear()
         for resource, amount in available.items():
             index = self.thresholds.get(resource)
-            while index and index[0][0] <= amount:
-                self._wake(index[0][2])
-                woke = True
+            if not index or index[0][0] > amount:
+                continue
+            # _wake for each class filed at most `amount`, in the same order: they are the front
+            # of the sorted index, so they leave it at once instead of one bisect each.
+            n = bisect_left(index, (amount + 1,))
+            woken = index[:n]
+            del index[:n]
+            if not index:
+                del self.thresholds[resource]
+            parked, generic, waiting_for, ready, classes = (
+                self.parked, self.generic, self.waiting_for, self.ready, self.classes,
+            )
+            for _, _, cls in woken:  # _unfile's pops, then _wake's insort
+                parked.pop(cls, None)
+                generic.pop(cls, None)
+                waiting_for.pop(cls, None)
+                insort(ready, (classes[cls][0], cls))
+            woke = True
         return woke
 
     def is_parked(self, wl_key: str) -> bool:

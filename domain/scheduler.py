@@ -33,7 +33,7 @@ from domain.flavor_assigner import (
 )
 from domain.lifecycle import admit, evict, set_pending
 from domain.objects import ANY, FAIR_SHARING, NEVER
-from domain.preemption import ClassicalPreemptor, Target, preemption_message
+from domain.preemption import ClassicalPreemptor, Target, never_preempts, preemption_message
 from domain.quantity import format_amount
 from domain.quota import FR, borrowing_level
 from domain.queues import Status
@@ -158,9 +158,17 @@ class Scheduler:
         no search looks for targets, each only defers the ClusterQueue as it would."""
         spec = cq.spec
         preemptor = self.preemptor
-        search = Searches(preemptor, cq, ws, remember=not self.fair, defer_only=fit_only)
+        # A non-preemptive ClusterQueue under Classical: every search would find no target and
+        # change nothing (never_preempts: ClassicalPreemptor.targets and .defer both start with
+        # it), so none is made and the answers are "no target".
+        search = (
+            None if not self.fair and never_preempts(cq)
+            else Searches(preemptor, cq, ws, remember=not self.fair, defer_only=fit_only)
+        )
 
         def oracle(fr: FR, value: int) -> tuple[int, int]:
+            if search is None:
+                return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
             targets = search({fr: value}, [fr])
             if not targets:
                 return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
@@ -197,7 +205,7 @@ class Scheduler:
         return entry
 
     def _partial(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
-                 search: Searches) -> Entry | None:
+                 search: Searches | None) -> Entry | None:
         """Partial admission: the largest pod counts (down to minCount) that fit or can preempt.
 
         Kueue searches i in [0, Δ] (Δ = Σ count − minCount) for the smallest i whose counts

@@ -15,9 +15,12 @@ ops = st.lists(
         st.tuples(st.just("remove"), st.integers(0, 50), st.just(0)),
         st.tuples(st.just("park"), st.just(0), st.just(0)),
         st.tuples(st.just("wake"), st.just(0), st.just(0)),
+        st.tuples(st.just("park_for"), st.integers(0, 1), st.integers(0, 5)),  # resource, amount
+        st.tuples(st.just("release"), st.integers(0, 1), st.integers(-1, 5)),  # resource, available
     ),
     max_size=60,
 )
+RESOURCES = ("cpu", "memory")
 
 
 @settings(max_examples=300, deadline=None)
@@ -26,6 +29,7 @@ def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: boo
     q = PendingQueue(strict)
     members: dict[str, tuple[tuple[int, int, int, str], int]] = {}
     parked: set[int] = set()
+    needs: dict[int, tuple[str, int]] = {}  # parked classes filed by (resource, amount)
     blocker = None  # StrictFIFO: the head that failed, holding the queue until it leaves or is outranked
     serial = 0
     for op, a, b in operations:
@@ -45,6 +49,7 @@ def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: boo
                 blocker = None
             if not any(c == cls for _, c in members.values()):
                 parked.discard(cls)
+                needs.pop(cls, None)
         elif op == "park":
             head = q.head()
             if head is not None:
@@ -53,10 +58,36 @@ def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: boo
                     blocker = head
                 else:
                     parked.add(members[head[3]][1])
+        elif op == "park_for":
+            head = q.head()
+            if head is not None:
+                q.park(head, ("R", "m"), needs=(RESOURCES[a], b))
+                if strict:
+                    blocker = head
+                else:
+                    cls = members[head[3]][1]
+                    parked.add(cls)
+                    needs[cls] = (RESOURCES[a], b)
         elif op == "wake":
             q.requeue_all()
             parked.clear()
+            needs.clear()
             blocker = None
+        elif op == "release":
+            # b < 0: nothing of the resource available (the release helped nothing filed)
+            available = {RESOURCES[a]: b} if b >= 0 else {}
+            woke = q.wake_released(available)
+            if strict:
+                assert woke == ((blocker is not None or bool(parked)) and bool(members))
+                blocker = None
+                parked.clear()
+            else:
+                # generic classes wake on any release; filed ones when their amount is there
+                wakes = {c for c in parked if c not in needs or needs[c][1] <= available.get(needs[c][0], -1)}
+                assert woke == bool(wakes)
+                parked -= wakes
+                for c in wakes:
+                    needs.pop(c, None)
         if strict:
             expected = None if blocker is not None or not members else min(k for k, _ in members.values())
         else:

@@ -1,0 +1,67 @@
+"""Shortcuts on the engine's hot paths decide exactly what the general paths decide.
+
+Each test folds the same random streams twice, once as the engine runs and once with a shortcut
+turned back into the general path (monkeypatched), and compares every decision, byte for byte.
+The streams mix non-preemptive ClusterQueues with preemptive ones, so both branches of every
+shortcut are taken (checked)."""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+import msgspec
+import pytest
+from event_streams import random_stream
+
+from domain import scheduler
+from domain.engine import Engine
+from domain.preemption import never_preempts
+
+POLICIES = (
+    {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"},
+    {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
+    {"withinClusterQueue": "Never", "reclaimWithinCohort": "Any"},
+    {"withinClusterQueue": "LowerOrNewerEqualPriority", "reclaimWithinCohort": "LowerPriority",
+     "borrowWithinCohort": {"policy": "LowerPriority"}},
+)
+
+
+def mixed_stream(seed: int) -> list[dict[str, Any]]:
+    """random_stream with a random preemption policy on every ClusterQueue (half of them none)."""
+    rng = random.Random(seed)
+    out = []
+    for event in random_stream(seed, events=400):
+        obj = event.get("object")
+        if isinstance(obj, dict) and obj.get("kind") == "ClusterQueue":
+            event = copy.deepcopy(event)
+            if rng.random() < 0.5:
+                event["object"]["spec"]["preemption"] = dict(rng.choice(POLICIES))
+        out.append(event)
+    return out
+
+
+def decide(stream: list[dict[str, Any]]) -> list[bytes]:
+    engine = Engine()
+    encode = msgspec.json.encode
+    return [encode(engine.apply(event, offset)) for offset, event in enumerate(stream)]
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_non_preemptive_queues_skip_searches_without_changing_decisions(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stream = mixed_stream(seed)
+    answers = {True: 0, False: 0}
+
+    def counted(cq: Any) -> bool:
+        answer = never_preempts(cq)
+        answers[answer] += 1
+        return answer
+
+    monkeypatch.setattr(scheduler, "never_preempts", counted)
+    fast = decide(stream)
+    assert answers[True] and answers[False]  # both kinds of queue were nominated
+    monkeypatch.setattr(scheduler, "never_preempts", lambda cq: False)  # always search
+    assert decide(stream) == fast
