@@ -149,18 +149,6 @@ class Assignment:
         return out
 
 
-class _GroupResult:
-    __slots__ = ("flavors", "modes", "rep", "reasons", "no_fit_reason")
-
-    def __init__(self, flavors: dict[str, str], modes: dict[str, int], rep: GranularMode,
-                 reasons: list[str], no_fit_reason: str) -> None:
-        self.flavors = flavors
-        self.modes = modes
-        self.rep = rep
-        self.reasons = reasons
-        self.no_fit_reason = no_fit_reason
-
-
 class FlavorAssigner:
     """Assigns flavors for one workload in one ClusterQueue against the current quota tree."""
 
@@ -197,6 +185,7 @@ class FlavorAssigner:
         usage = result.usage
         worst = BEST
         severity = 0
+        borrowing = 0
         tracks_pods = "pods" in self.groups
         fungibility = self.cq.flavor_fungibility
         for i, ps in enumerate(wl.pod_sets):
@@ -208,10 +197,12 @@ class FlavorAssigner:
             result.pod_sets.append(psr)
             failed_reason = self._assign_pod_set(ps, psr, usage)
             modes, borrows = psr.modes, psr.borrows
-            for res, flavor in psr.flavors.items():
+            for res, flavor in psr.flavors.items():  # borrows has the same keys
                 fr = (flavor, res)
                 usage[fr] = usage.get(fr, 0) + requests.get(res, 0)
                 mode, borrow = modes[res], borrows[res]
+                if borrow > borrowing:
+                    borrowing = borrow
                 if mode == FIT and borrow == 0:
                     continue  # never preferred over the worst so far (BEST is the best there is)
                 candidate = GranularMode(mode, borrow)
@@ -223,12 +214,7 @@ class FlavorAssigner:
                 severity = max(severity, reasons.NO_FIT_SEVERITY.get(failed_reason, 0))
                 break
         result.mode = external_mode(worst.mode)
-        borrowing = 0
-        for psr in result.pod_sets:
-            for level in psr.borrows.values():  # one entry per assigned resource
-                if level > borrowing:
-                    borrowing = level
-        result.borrowing = borrowing
+        result.borrowing = borrowing  # the highest level of any assigned resource
         if result.mode == MODE_NO_FIT:
             result.no_fit_reason = _BY_SEVERITY.get(severity, reasons.WAITING_FOR_QUOTA)
         elif result.mode == MODE_PREEMPT:
@@ -244,14 +230,9 @@ class FlavorAssigner:
                     continue
                 psr.reasons.append(f"resource {res} unavailable in ClusterQueue")
                 return reasons.NO_MATCHING_FLAVOR
-            found = self._find_flavor(ps, group, covered, requests, assigned)
-            psr.reasons.extend(found.reasons)
-            if not found.flavors:
-                return found.no_fit_reason or reasons.NO_MATCHING_FLAVOR
-            psr.flavors.update(found.flavors)
-            psr.modes.update(found.modes)
-            for r in found.flavors:
-                psr.borrows[r] = found.rep.borrow
+            failed = self._find_flavor(ps, group, covered, requests, assigned, psr)
+            if failed is not None:
+                return failed
         return None
 
     def _find_flavor(
@@ -261,8 +242,10 @@ class FlavorAssigner:
         covered: tuple[str, ...],
         requests: dict[str, int],
         assigned: dict[FR, int],
-    ) -> _GroupResult:
-        """One flavor for the group's resources `covered` (sorted) among the pod set's requests."""
+        psr: PodSetResult,
+    ) -> str | None:
+        """One flavor for the group's resources `covered` (sorted) among the pod set's requests,
+        added to psr with its reasons; returns the NoFit reason if no flavor was found."""
         fungibility = self.cq.flavor_fungibility
         reasons_out: list[str] = []
         best: dict[str, str] = {}
@@ -313,10 +296,16 @@ class FlavorAssigner:
                 break
             if is_preferred(rep, best_mode, fungibility):
                 best, best_modes, best_mode = chosen, modes, rep
-        if best_mode.mode == FIT:
-            reasons_out = []
-        no_fit_reason = _reason_of(least_severe) if least_severe else reasons.WAITING_FOR_QUOTA
-        return _GroupResult(best, best_modes, best_mode, reasons_out, no_fit_reason)
+        if best_mode.mode != FIT:
+            psr.reasons.extend(reasons_out)
+        if not best:
+            return _reason_of(least_severe) if least_severe else reasons.WAITING_FOR_QUOTA
+        psr.flavors.update(best)
+        psr.modes.update(best_modes)
+        borrows, level = psr.borrows, best_mode.borrow
+        for r in best:
+            borrows[r] = level
+        return None
 
     def _fits(self, fr: FR, assumed: int, request: int) -> tuple[int, int, str, str]:
         """Kueue's fitsResourceQuota: (granular mode, borrowing level, reason text, NoFit reason)."""
