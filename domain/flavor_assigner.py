@@ -152,7 +152,9 @@ class Assignment:
 class FlavorAssigner:
     """Assigns flavors for one workload in one ClusterQueue against the current quota tree."""
 
-    __slots__ = ("cq", "node", "groups", "flavors", "oracle", "can_preempt_while_borrowing", "quotas", "flat_parent")
+    __slots__ = (
+        "cq", "node", "groups", "flavors", "oracle", "can_preempt_while_borrowing", "quotas", "flat_parent", "plans",
+    )
 
     def __init__(
         self,
@@ -163,6 +165,7 @@ class FlavorAssigner:
         oracle: PreemptionOracle = no_preemption,
         can_preempt_while_borrowing: bool = False,
         quotas: Mapping[FR, ResourceQuota] | None = None,
+        plans: Plans | None = None,
     ) -> None:
         self.cq = cq
         self.node = node
@@ -171,6 +174,7 @@ class FlavorAssigner:
         self.oracle = oracle
         self.can_preempt_while_borrowing = can_preempt_while_borrowing
         self.quotas = cq.quotas() if quotas is None else quotas
+        self.plans = plans
         # The usual ClusterQueue: in a flat cohort, with no lending or borrowing limits. Its
         # available() is the cohort's free quota (see QuotaNode.available), read inline in _fits.
         parent = node.parent
@@ -224,7 +228,7 @@ class FlavorAssigner:
     def _assign_pod_set(self, ps: PodSet, psr: PodSetResult, assigned: dict[FR, int]) -> str | None:
         """Fill psr; return the NoFit reason if some resource group found no flavor."""
         requests = psr.requests
-        for res, group, covered in _plan(self.groups, requests):
+        for res, group, covered in _plan(self.groups, requests, self.plans):
             if group is None:
                 if requests[res] == 0:
                     continue
@@ -387,16 +391,40 @@ _BY_SEVERITY = {v: k for k, v in reasons.NO_FIT_SEVERITY.items()}
 # on the ClusterQueue's groups and the requested resource names, which come in a handful of
 # combinations, so it is computed once per combination. The groups mapping is rebuilt on every
 # ClusterQueue change; the plan keeps it alive, so its id is not reused while the plan is kept.
+# A caller may keep the plans of one ClusterQueue itself (`plans`, by requested names): a small
+# memo beside the ClusterQueue's own state rather than entries of a global one spread over
+# memory (with thousands of ClusterQueues, reading those missed the CPU caches). Either memo
+# keeps the groups mapping each plan was made for and answers only for that very mapping.
 Plan = list[tuple[str, "ResourceGroup | None", tuple[str, ...]]]
+Plans = dict[tuple[str, ...], tuple[Mapping[str, ResourceGroup], Plan]]
 _PLANS: dict[tuple[int, tuple[str, ...]], tuple[Mapping[str, ResourceGroup], Plan]] = {}
 _PLANS_LIMIT = 4096
+_OWN_PLANS_LIMIT = 64
 
 
-def _plan(groups: Mapping[str, ResourceGroup], requests: dict[str, int]) -> Plan:
-    key = (id(groups), tuple(requests))
+def _plan(groups: Mapping[str, ResourceGroup], requests: dict[str, int], plans: Plans | None = None) -> Plan:
+    names = tuple(requests)
+    if plans is not None:
+        cached = plans.get(names)
+        if cached is not None and cached[0] is groups:
+            return cached[1]
+        plan = _make_plan(groups, requests)
+        if len(plans) >= _OWN_PLANS_LIMIT:
+            plans.clear()
+        plans[names] = (groups, plan)
+        return plan
+    key = (id(groups), names)
     cached = _PLANS.get(key)
     if cached is not None and cached[0] is groups:
         return cached[1]
+    plan = _make_plan(groups, requests)
+    if len(_PLANS) >= _PLANS_LIMIT:
+        _PLANS.clear()
+    _PLANS[key] = (groups, plan)
+    return plan
+
+
+def _make_plan(groups: Mapping[str, ResourceGroup], requests: dict[str, int]) -> Plan:
     plan: Plan = []
     seen: list[ResourceGroup] = []
     for res in sorted(requests, key=resource_order):
@@ -406,9 +434,6 @@ def _plan(groups: Mapping[str, ResourceGroup], requests: dict[str, int]) -> Plan
         elif not any(g is group for g in seen):
             seen.append(group)
             plan.append((res, group, tuple(sorted(r for r in group.covered if r in requests))))
-    if len(_PLANS) >= _PLANS_LIMIT:
-        _PLANS.clear()
-    _PLANS[key] = (groups, plan)
     return plan
 
 

@@ -188,6 +188,7 @@ class Scheduler:
             can_preempt_while_borrowing=spec.preemption.borrow_within_cohort != NEVER
             or (self.fair and spec.preemption.reclaim_within_cohort != NEVER),
             quotas=cq.quotas,
+            plans=cq.plans,
         )
         full = self._try(cq, ws, assigner, None, search)
         if full.assignment.mode == MODE_FIT or full.targets:

@@ -14,6 +14,7 @@ from typing import Any
 
 from domain.candidates import CandidateIndex
 from domain.decisions import PodSetAssignment
+from domain.flavor_assigner import Plans
 from domain.objects import (
     AdmissionCheckSpec,
     ClusterQueueSpec,
@@ -84,6 +85,8 @@ class ClusterQueueState:
     inactive_message: str = ""
     terminating: bool = False
     sticky: str | None = None  # BestEffortFIFO: the workload that last issued preemptions
+    # Flavor-assignment plans for `groups` (flavor_assigner._plan): derived, never serialized.
+    plans: Plans = field(default_factory=dict)
 
     @property
     def name(self) -> str:
