@@ -14,6 +14,7 @@ The formulas (Kueue pkg/cache/scheduler/resource_node.go):
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 FR = tuple[str, str]
 
@@ -32,6 +33,7 @@ class QuotaNode:
         "tree_height",
         "weight",
         "leaf_nodes",
+        "leaf_owners",
         "over",
         "changes",
     )
@@ -51,6 +53,8 @@ class QuotaNode:
         # leaves(), kept by recompute(): every change of the tree's shape ends with a recompute of
         # the roots it touched, and wakes/releases ask for a cohort's leaves on every event.
         self.leaf_nodes: list[QuotaNode] | None = None
+        # The state that owns each of leaves() (lifecycle.tree_members), cleared with leaf_nodes.
+        self.leaf_owners: list[Any] | None = None
         # Per flavor-resource, the children using more than their subtree quota of it (the ones
         # a reclaiming search may take from), kept by add_usage() and recompute(): a search
         # visits these instead of looking at every child of a wide cohort.
@@ -205,6 +209,7 @@ def recompute(root: QuotaNode) -> None:
 
 def _recompute(node: QuotaNode) -> None:
     node.leaf_nodes = None
+    node.leaf_owners = None
     node.changes += 1
     if node.is_cluster_queue:
         node.subtree = dict(node.nominal)

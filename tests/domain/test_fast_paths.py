@@ -15,7 +15,7 @@ import msgspec
 import pytest
 from event_streams import random_stream
 
-from domain import scheduler
+from domain import lifecycle, scheduler
 from domain.engine import Engine
 from domain.preemption import never_preempts
 
@@ -65,3 +65,17 @@ def test_non_preemptive_queues_skip_searches_without_changing_decisions(
     assert answers[True] and answers[False]  # both kinds of queue were nominated
     monkeypatch.setattr(scheduler, "never_preempts", lambda cq: False)  # always search
     assert decide(stream) == fast
+
+
+def _members_looked_up(state: Any, root: Any) -> list[Any]:
+    return [state.cluster_queues.get(node.name) for node in root.leaves()]
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_tree_members_kept_with_the_leaves_are_those_looked_up(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lifecycle.tree_members keeps each tree's ClusterQueues until its shape changes; the
+    streams move ClusterQueues in and out of cohorts and stop them (random_stream)."""
+    stream = mixed_stream(seed)
+    kept = decide(stream)
+    monkeypatch.setattr(lifecycle, "tree_members", _members_looked_up)
+    assert decide(stream) == kept
