@@ -59,6 +59,8 @@ class _Candidate:
     cq: ClusterQueueState
     variant: int
     lca: QuotaNode | None
+    # Where a search removes the victim's usage (`_at`); None: at its ClusterQueue.
+    at: QuotaNode | None = None
 
 
 def satisfies_policy(preemptor: WorkloadState, candidate: WorkloadState, policy: str) -> bool:
@@ -140,7 +142,23 @@ def _any(group: list[_Stream]) -> bool:
     return any(stream.at(0) is not None for stream in group)
 
 
-def _read(group: list[_Stream], allow_borrowing: bool, frs: list[FR]) -> Iterator[_Candidate]:
+# Usage per node (by id; insertion-ordered): victims' usage a search has removed, or will
+# remove, at a node other than their ClusterQueue's (see `_at`).
+_Pending = dict[int, tuple[QuotaNode, dict[FR, int]]]
+
+
+def _within_nominal(node: QuotaNode, below: _Pending, frs: list[FR]) -> bool:
+    """Is the queue within its nominal quota once the victims taken from it are gone, also
+    those removed at its parent instead (`below`)? A ClusterQueue is a leaf: removing usage
+    from it lowers its own usage by exactly that much."""
+    held = below.get(id(node)) if below else None
+    if held is None:
+        return within_nominal(node, frs)
+    usage, subtree, less = node.usage, node.subtree, held[1]
+    return all(usage.get(fr, 0) - less.get(fr, 0) <= subtree.get(fr, 0) for fr in frs)
+
+
+def _read(group: list[_Stream], allow_borrowing: bool, frs: list[FR], below: _Pending) -> Iterator[_Candidate]:
     """The candidates of a group, merged across its queues in Kueue's order, skipping every
     queue that can no longer yield a valid candidate in this attempt.
 
@@ -161,7 +179,7 @@ def _read(group: list[_Stream], allow_borrowing: bool, frs: list[FR]) -> Iterato
         candidate = stream.taken[pos][1]
         if not stream.own and (
             (allow_borrowing and candidate.variant == RECLAIM_WITHOUT_BORROWING)
-            or within_nominal(stream.member.node, frs)
+            or _within_nominal(stream.member.node, below, frs)
         ):
             heapq.heappop(heap)
             continue
@@ -247,29 +265,46 @@ class ClassicalPreemptor:
             # Without borrowing, the preemptor fits only once its own queue is low enough; other
             # queues' victims never change that, so _fits need not be asked after each of them.
             own_too_high = not allow_borrowing and self._borrows(cq, requests)
+            # A victim whose `at` is the common ancestor is removed there, not from its queue:
+            # `below` keeps what its queue would have lost, for `_within_nominal`. Meanwhile
+            # (own_too_high) such removals wait in `waiting` and are made, added up per node,
+            # just before _fits is asked: until then only the queue's own usage is read.
+            below: _Pending = {}
+            waiting: _Pending = {}
             try:
                 for g in range(6):
                     if not kinds[g % 3] or (allow_borrowing and forbidden and g % 3 == 1):
                         # Without borrowWithinCohort every candidate of the priority groups is
                         # one that may only be reclaimed without borrowing: none is valid here.
                         continue
-                    for candidate in _read(group(g), allow_borrowing, frs):
+                    for candidate in _read(group(g), allow_borrowing, frs, below):
                         own = candidate.cq is cq
                         # _read has checked the rest of _valid for this candidate, now
                         if not own and not _path_valid(candidate, frs):
                             continue
-                        self._remove(candidate)
                         chosen.append(candidate)
+                        at = candidate.at
+                        assert at is not None and candidate.ws.admission is not None
+                        usage = candidate.ws.admission.usage
+                        if at is not candidate.cq.node:
+                            _note(below, candidate.cq.node, usage)
+                            if own_too_high:
+                                _note(waiting, at, usage)
+                                continue  # _fits would say no, as below
+                        at.add_usages(usage, -1)
                         if own:
                             own_too_high = not allow_borrowing and self._borrows(cq, requests)
                         elif own_too_high:
                             continue  # _fits would say no: only the preemptor's own usage decides that
+                        if waiting:
+                            _apply(waiting, -1)
                         if self._fits(cq, requests, allow_borrowing):
                             chosen = self._fill_back(cq, requests, allow_borrowing, chosen)
                             return [Target(c.ws, VARIANT_REASON[c.variant], c.cq) for c in chosen]
             finally:
-                for candidate in chosen:
-                    self._restore(candidate)
+                if waiting:
+                    _apply(waiting, -1)  # now every victim in `chosen` is removed
+                _add_back(chosen, 1)
         return []
 
     def defer(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR]) -> None:
@@ -333,13 +368,14 @@ class ClassicalPreemptor:
         name = member.name
         workloads = self.state.workloads
         offset = self.state.offset
+        at = _at(member.node, lca)
         for place in walk:
             candidate = workloads[place[3]]
             if not preemptible_now(candidate, offset):
                 continue
             variant = self._classify(cq, preemptor, candidate, name, frs, advantage)
             if variant:
-                yield place, _Candidate(candidate, member, variant, lca)
+                yield place, _Candidate(candidate, member, variant, lca, at)
 
     def _cohort_sources(self, cq: ClusterQueueState, requests: dict[FR, int],
                         frs: list[FR]) -> tuple[list[_Source], list[_Source]]:
@@ -407,15 +443,40 @@ class ClassicalPreemptor:
 
     def _fill_back(self, cq: ClusterQueueState, requests: dict[FR, int], allow_borrowing: bool,
                    chosen: list[_Candidate]) -> list[_Candidate]:
-        # Give back, last to first (the last one is needed by construction), every victim the
-        # preemptor still fits without; Kueue swaps the last element into the freed slot.
-        for i in range(len(chosen) - 2, -1, -1):
-            self._restore(chosen[i])
+        """Give back, last to first (the last one is needed by construction), every victim the
+        preemptor still fits without; Kueue swaps the last element into the freed slot.
+
+        Kueue asks "does it still fit" once per victim. Here runs of victims are given back at
+        once: adding usage back never raises what a ClusterQueue has available, nor lowers
+        whether it borrows (QuotaNode.available is non-increasing in every usage), so if the
+        preemptor fits with a whole run restored, it fits at each step of restoring it one by
+        one, and each is given back; a run that does not fit is halved until one victim is
+        left, which is kept, as one by one. Runs double after each success (galloping), so a
+        search that gives back most of its victims asks _fits a logarithmic number of times."""
+        n = len(chosen)
+        given = [False] * n
+        i = n - 2  # the next victim to decide; those after it are decided
+        run = 1
+        while i >= 0:
+            if run > i + 1:
+                run = i + 1
+            part = chosen[i - run + 1 : i + 1]
+            _add_back(part, 1)
             if self._fits(cq, requests, allow_borrowing):
+                for j in range(i - run + 1, i + 1):
+                    given[j] = True
+                i -= run
+                run *= 2
+            else:
+                _add_back(part, -1)
+                if run == 1:
+                    i -= 1  # kept
+                else:
+                    run //= 2
+        for i in range(n - 2, -1, -1):  # Kueue's list operations, with the decisions made
+            if given[i]:
                 chosen[i] = chosen[-1]
                 chosen.pop()
-            else:
-                self._remove(chosen[i])
         return chosen
 
     @staticmethod
@@ -427,6 +488,53 @@ class ClassicalPreemptor:
     def _restore(c: _Candidate) -> None:
         assert c.ws.admission is not None
         c.cq.node.add_usages(c.ws.admission.usage)
+
+
+def _add_back(victims: list[_Candidate], sign: int) -> None:
+    """Restore (1) or remove again (-1) these victims' usage where the search removed it, one
+    addition per node."""
+    if len(victims) == 1:
+        c = victims[0]
+        assert c.ws.admission is not None
+        (c.at or c.cq.node).add_usages(c.ws.admission.usage, sign)
+        return
+    total: _Pending = {}
+    for c in victims:
+        assert c.ws.admission is not None
+        _note(total, c.at or c.cq.node, c.ws.admission.usage)
+    _apply(total, sign)
+
+
+def _at(member: QuotaNode, lca: QuotaNode | None) -> QuotaNode:
+    """Where a search removes the usage of a victim from this ClusterQueue: at the common
+    ancestor with the preemptor when the queue hangs directly under it and lends all of its
+    quota (no lendingLimit, localQuota 0), else at the queue.
+
+    The same for everything the search reads afterwards: the ancestor's usage then changes by
+    exactly the victim's usage either way (the queue's usage stays >= 0, all of it visible to
+    its parent), so do the ancestors above it; `_fits` reads only the preemptor's queue and its
+    ancestors, `_path_valid` only cohorts below a common ancestor. What differs is the queue's
+    own usage (and its parent's over-nominal set, read only before a search), which
+    `_within_nominal` reads with `below`. A removal at the ancestor walks a shorter path and
+    adds up across queues."""
+    if lca is not None and member.parent is lca and not member.lending_limit:
+        return lca
+    return member
+
+
+def _note(pending: _Pending, node: QuotaNode, usage: dict[FR, int]) -> None:
+    held = pending.get(id(node))
+    if held is None:
+        held = pending[id(node)] = (node, {})
+    total = held[1]
+    for fr, value in usage.items():
+        total[fr] = total.get(fr, 0) + value
+
+
+def _apply(pending: _Pending, sign: int) -> None:
+    for node, total in pending.values():
+        node.add_usages(total, sign)
+    pending.clear()
 
 
 def _path_valid(c: _Candidate, frs: list[FR]) -> bool:

@@ -11,7 +11,7 @@ whether the ClusterQueue is deferred.
 Here every search the engine makes on random streams is also made by `reference_targets`, the
 search written plainly as Kueue's classical preemptor describes it (every child of every cohort
 on the path, every workload of every source sorted into Kueue's candidate order, each candidate
-validated, then the fewest given back), on the same state, and the two must agree: the same
+validated, then the fewest given back, one at a time), on the same state, and the two must agree: the same
 targets with the same reasons, the same deferral of the ClusterQueue, the state left exactly as
 it was. Every answer a `Searches` gives is compared with a fresh search, every assignment made
 without searches with one made with them, and every cohort's over-nominal sets with a scan of
@@ -125,6 +125,20 @@ def _group(state: State, cq: ClusterQueueState, preemptor: WorkloadState,
     return [c for _, c in found]
 
 
+def _fill_back(helper: ClassicalPreemptor, cq: ClusterQueueState, requests: dict[FR, int], allow_borrowing: bool,
+               chosen: list[_Candidate]) -> list[_Candidate]:
+    """Give back, last to first, every victim the preemptor still fits without, asking after
+    each one; Kueue swaps the last element into the freed slot."""
+    for i in range(len(chosen) - 2, -1, -1):
+        helper._restore(chosen[i])
+        if helper._fits(cq, requests, allow_borrowing):
+            chosen[i] = chosen[-1]
+            chosen.pop()
+        else:
+            helper._remove(chosen[i])
+    return chosen
+
+
 def reference_targets(state: State, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
                       frs: list[FR]) -> tuple[Answer, bool]:
     """(targets, whether the search must be retried at the next event)."""
@@ -161,7 +175,7 @@ def reference_targets(state: State, cq: ClusterQueueState, ws: WorkloadState, re
                     helper._remove(candidate)
                     chosen.append(candidate)
                     if helper._fits(cq, requests, allow_borrowing):
-                        chosen = helper._fill_back(cq, requests, allow_borrowing, chosen)
+                        chosen = _fill_back(helper, cq, requests, allow_borrowing, chosen)
                         return [(c.ws.key, VARIANT_REASON[c.variant], c.cq.name) for c in chosen], deferred
         finally:
             for candidate in chosen:
