@@ -12,6 +12,12 @@ Cost: each ClusterQueue keeps its workloads in candidate order (domain/candidate
 chooses the queues to take from (one look at each queue of the cohort tree), then merges their
 candidates lazily, reading only as many as the search examines: k·log q for k candidates from q
 queues, whatever the number of workloads the cohort holds.
+
+While a cycle nominates its heads nothing changes, and the heads of one flat cohort would each
+collect the same reclaimable queues and read and merge the same candidates (less their own
+queue's): those searches share that work (`_Cohort`, switched on by the scheduler around
+nomination). Victims are removed where it is cheapest with the same effect on what the search
+reads (`_at`), and given back in runs (`_fill_back`).
 """
 
 from __future__ import annotations
@@ -196,6 +202,94 @@ def _read(group: list[_Stream], allow_borrowing: bool, frs: list[FR], below: _Pe
 _Source = tuple[ClusterQueueState, bool, "QuotaNode | None"]
 
 
+class _Merged:
+    """`_read` of one group, kept as a list for every search that reads it alike (`_Cohort`).
+
+    Every candidate it yields is taken (as a search of a flat cohort takes every one `_read`
+    gives it), so its removal is noted in `below` before the next is read: the queue leaves the
+    merge once it is within nominal, as in each search. `before`, the evicted group of the
+    same attempt, is read to its end first (a search reads it whole before this one anyway; the
+    merge does not rely on that)."""
+
+    __slots__ = ("items", "_source", "_below", "_before")
+
+    def __init__(self, group: list[_Stream], allow_borrowing: bool, frs: list[FR], below: _Pending,
+                 before: _Merged | None) -> None:
+        self.items: list[_Candidate] = []
+        self._source = _read(group, allow_borrowing, frs, below)
+        self._below = below
+        self._before = before
+
+    def at(self, i: int) -> _Candidate | None:
+        items = self.items
+        while len(items) <= i:
+            before = self._before
+            if before is not None:
+                self._before = None
+                before.at(1 << 62)
+            c = next(self._source, None)
+            if c is None:
+                return None
+            assert c.ws.admission is not None
+            _note(self._below, c.cq.node, c.ws.admission.usage)
+            items.append(c)
+        return items[i]
+
+
+class _Groups:
+    """The candidates of a flat cohort's reclaimable queues, classified for one kind of
+    preemptor: its two groups (evicted, then not) of each attempt, merged once."""
+
+    __slots__ = ("frs", "evicted", "holding", "_merged")
+
+    def __init__(self, evicted: list[_Stream], holding: list[_Stream], frs: list[FR]) -> None:
+        self.frs = frs
+        self.evicted = evicted
+        self.holding = holding
+        self._merged: dict[bool, tuple[_Merged, _Merged]] = {}
+
+    def any_besides(self, cq: ClusterQueueState) -> bool:
+        return any(s.member is not cq and s.at(0) is not None for group in (self.evicted, self.holding) for s in group)
+
+    def read(self, evicted: bool, allow_borrowing: bool, cq: ClusterQueueState) -> Iterator[_Candidate]:
+        """The group as `_read` would give it to this preemptor: its own queue is no source."""
+        merged = self._merged.get(allow_borrowing)
+        if merged is None:
+            below: _Pending = {}
+            first = _Merged(self.evicted, allow_borrowing, self.frs, below, None)
+            merged = self._merged[allow_borrowing] = (first, _Merged(self.holding, allow_borrowing, self.frs, below, first))
+        group = merged[0] if evicted else merged[1]
+        i = 0
+        while True:
+            c = group.at(i)
+            if c is None:
+                return
+            i += 1
+            if c.cq is not cq:
+                yield c
+
+
+class _Cohort:
+    """A flat cohort (a root whose ClusterQueues over nominal all hang directly under it and
+    lend all their quota) while nothing changes: the queues every search of a head in it
+    collects (all of them but the head's own), those holding admissions of this event, and
+    their candidates per kind of preemptor (`_Groups`).
+
+    Why one merge serves every head: each such queue's candidates are removed at the root
+    (`_at`), `_path_valid` is true for all of them, and whether a queue still yields a valid
+    candidate depends only on what the search took from that queue itself; so the candidates
+    a search reads are the merge of all queues, each up to where it leaves, less its own
+    queue's (leaving them out changes no other queue's place or end)."""
+
+    __slots__ = ("root", "members", "admitted_now", "groups")
+
+    def __init__(self, root: QuotaNode, members: list[ClusterQueueState], offset: int) -> None:
+        self.root = root
+        self.members = members
+        self.admitted_now = [m for m in members if m.candidates.admitted_at(offset)]
+        self.groups: dict[tuple[object, ...], _Groups] = {}
+
+
 def max_candidate_priority(policy: str, preemptor: WorkloadState) -> int | None:
     """The highest priority a candidate can have under this policy (None: any); the candidate
     index is read no further."""
@@ -219,6 +313,59 @@ def never_preempts(cq: ClusterQueueState) -> bool:
 class ClassicalPreemptor:
     def __init__(self, state: State) -> None:
         self.state = state
+        # Flat cohorts' shared reading, by (root, flavor-resources), while the caller
+        # guarantees that no usage and no workload changes (`share_while_unchanged`).
+        self._cohorts: dict[tuple[int, tuple[FR, ...]], _Cohort | None] | None = None
+
+    def share_while_unchanged(self) -> None:
+        """From now until `stop_sharing`, nothing but these searches touches the quota or the
+        workloads (a nomination phase): searches of heads of one flat cohort share their
+        reading of it (`_Cohort`)."""
+        self._cohorts = {}
+
+    def stop_sharing(self) -> None:
+        self._cohorts = None
+
+    def _cohort(self, cq: ClusterQueueState, frs: list[FR]) -> _Cohort | None:
+        cohorts = self._cohorts
+        root = cq.node.parent
+        if cohorts is None or root is None or root.parent is not None:
+            return None
+        key = (id(root), tuple(frs))
+        if key in cohorts:
+            return cohorts[key]
+        members: list[ClusterQueueState] = []
+        cohort: _Cohort | None = None
+        for name in over_nominal(root, frs):  # as _collect finds them, the head's own included
+            child = root.children[name]
+            if not child.is_cluster_queue or child.lending_limit:
+                break
+            member = self.state.cluster_queues.get(name)
+            if member is not None:
+                members.append(member)
+        else:
+            cohort = _Cohort(root, members, self.state.offset)
+        cohorts[key] = cohort
+        return cohort
+
+    def _groups(self, cohort: _Cohort, cq: ClusterQueueState, ws: WorkloadState, frs: list[FR],
+                advantage: bool) -> _Groups:
+        """The cohort's candidates classified for this preemptor: `_classify` of another
+        queue's candidate reads only these (and `max_candidate_priority` the first two)."""
+        spec = cq.spec.preemption
+        policy = spec.reclaim_within_cohort
+        key = (advantage, policy, ws.priority, ws.queue_time if policy == LOWER_OR_NEWER_EQUAL else None,
+               spec.borrow_within_cohort == NEVER, spec.max_priority_threshold)
+        groups = cohort.groups.get(key)
+        if groups is None:
+            made: list[list[_Stream]] = [[], []]
+            for evicted in (True, False):
+                for member in cohort.members:
+                    stream = self._stream(cq, ws, (member, advantage, cohort.root), evicted, frs, False)
+                    if stream is not None:
+                        made[0 if evicted else 1].append(stream)
+            groups = cohort.groups[key] = _Groups(made[0], made[1], frs)
+        return groups
 
     def targets(
         self,
@@ -231,8 +378,24 @@ class ClassicalPreemptor:
             return []  # a non-preemptive queue: no candidate can exist
         policy = cq.spec.preemption
         same_queue: list[_Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
-        hierarchy, priority = self._cohort_sources(cq, requests, frs)
-        self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))
+        cohort = self._cohort(cq, frs) if policy.reclaim_within_cohort != NEVER else None
+        shared: _Groups | None = None
+        if cohort is None:
+            hierarchy, priority = self._cohort_sources(cq, requests, frs)
+            self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))
+            shared_kind = -1
+        else:
+            # What _cohort_sources and _defer_if_admitted_now find, from the shared cohort: its
+            # one level gives every queue to hierarchy if the preemptor fits in its own nominal
+            # quota, else to priority.
+            hierarchy, priority = [], []
+            advantage = _fit_in_quota(cq.node, requests)[0]
+            shared_kind = 0 if advantage else 1
+            if (same_queue and cq.candidates.admitted_at(self.state.offset)) or any(
+                m is not cq for m in cohort.admitted_now
+            ):
+                self.state.deferred[cq.name] = None
+            shared = self._groups(cohort, cq, ws, frs, advantage)
         # Six groups, read in this order: (evicted, then not) x (hierarchy, priority, own queue),
         # each made when first needed.
         kinds = (hierarchy, priority, same_queue)
@@ -243,7 +406,7 @@ class ClassicalPreemptor:
             if streams is None:
                 made[g] = streams = []
                 for source in kinds[g % 3]:
-                    stream = self._stream(cq, ws, source, g < 3, frs)
+                    stream = self._stream(cq, ws, source, g < 3, frs, source[0] is cq)
                     if stream is not None:
                         streams.append(stream)
             return streams
@@ -253,8 +416,16 @@ class ClassicalPreemptor:
         if forbidden and not self._under_nominal(cq, frs):
             attempts = (True,)
         else:
-            any_hierarchy = _any(group(0)) or _any(group(3))
-            if not any_hierarchy and not (_any(group(1)) or _any(group(4))):
+            if shared is None:
+                any_hierarchy = _any(group(0)) or _any(group(3))
+                any_priority = _any(group(1)) or _any(group(4))
+            else:
+                any_hierarchy = any_priority = shared.any_besides(cq)
+                if shared_kind == 0:
+                    any_priority = False
+                else:
+                    any_hierarchy = False
+            if not any_hierarchy and not any_priority:
                 attempts = (True,)
             elif forbidden and not any_hierarchy:
                 attempts = (False, True)
@@ -273,21 +444,34 @@ class ClassicalPreemptor:
             waiting: _Pending = {}
             try:
                 for g in range(6):
-                    if not kinds[g % 3] or (allow_borrowing and forbidden and g % 3 == 1):
+                    kind = g % 3
+                    if allow_borrowing and forbidden and kind == 1:
                         # Without borrowWithinCohort every candidate of the priority groups is
                         # one that may only be reclaimed without borrowing: none is valid here.
                         continue
-                    for candidate in _read(group(g), allow_borrowing, frs, below):
+                    source: Iterator[_Candidate]
+                    if shared is None or kind == 2:
+                        if not kinds[kind]:
+                            continue
+                        source = _read(group(g), allow_borrowing, frs, below)
+                        checked = True
+                    elif kind != shared_kind:
+                        continue
+                    else:
+                        source = shared.read(g < 3, allow_borrowing, cq)
+                        checked = False  # the shared merge has, for the flat cohort
+                    for candidate in source:
                         own = candidate.cq is cq
                         # _read has checked the rest of _valid for this candidate, now
-                        if not own and not _path_valid(candidate, frs):
+                        if checked and not own and not _path_valid(candidate, frs):
                             continue
                         chosen.append(candidate)
                         at = candidate.at
                         assert at is not None and candidate.ws.admission is not None
                         usage = candidate.ws.admission.usage
                         if at is not candidate.cq.node:
-                            _note(below, candidate.cq.node, usage)
+                            if checked:
+                                _note(below, candidate.cq.node, usage)
                             if own_too_high:
                                 _note(waiting, at, usage)
                                 continue  # _fits would say no, as below
@@ -328,11 +512,10 @@ class ClassicalPreemptor:
 
     # -- candidates -------------------------------------------------------------------------
     def _classify(self, cq: ClusterQueueState, preemptor: WorkloadState, candidate: WorkloadState,
-                  candidate_cq: str, frs: list[FR], advantage: bool) -> int:
+                  own: bool, frs: list[FR], advantage: bool) -> int:
         if not uses(candidate, frs):
             return 0
         spec = cq.spec.preemption
-        own = candidate_cq == cq.name
         policy = spec.within_cluster_queue if own else spec.reclaim_within_cohort
         if not satisfies_policy(preemptor, candidate, policy):
             return 0
@@ -348,10 +531,10 @@ class ClassicalPreemptor:
         return RECLAIM_WHILE_BORROWING
 
     def _stream(self, cq: ClusterQueueState, preemptor: WorkloadState, source: _Source,
-                evicted: bool, frs: list[FR]) -> _Stream | None:
-        """None when the queue holds nothing this stream could read."""
+                evicted: bool, frs: list[FR], own: bool) -> _Stream | None:
+        """None when the queue holds nothing this stream could read. `own`: the candidates are
+        classified as the preemptor's own queue's."""
         member = source[0]
-        own = member is cq
         spec = cq.spec.preemption
         policy = spec.within_cluster_queue if own else spec.reclaim_within_cohort
         bound = max_candidate_priority(policy, preemptor)
@@ -359,13 +542,13 @@ class ClassicalPreemptor:
             return None
         # Workloads admitted by the event being applied are no candidates (preemptible_now).
         walk = member.candidates.ordered(evicted, bound, self.state.offset)
-        return _Stream(member, own, self._candidates(cq, preemptor, source, walk, frs))
+        return _Stream(member, own, self._candidates(cq, preemptor, source, walk, frs, own))
 
     def _candidates(self, cq: ClusterQueueState, preemptor: WorkloadState, source: _Source,
-                    walk: Iterator[tuple[int, int, int, str]], frs: list[FR]) -> Iterator[tuple[_Key, _Candidate]]:
+                    walk: Iterator[tuple[int, int, int, str]], frs: list[FR],
+                    own: bool) -> Iterator[tuple[_Key, _Candidate]]:
         """The candidates of one queue, in Kueue's order, as far as they are read."""
         member, advantage, lca = source
-        name = member.name
         workloads = self.state.workloads
         offset = self.state.offset
         at = _at(member.node, lca)
@@ -373,7 +556,7 @@ class ClassicalPreemptor:
             candidate = workloads[place[3]]
             if not preemptible_now(candidate, offset):
                 continue
-            variant = self._classify(cq, preemptor, candidate, name, frs, advantage)
+            variant = self._classify(cq, preemptor, candidate, own, frs, advantage)
             if variant:
                 yield place, _Candidate(candidate, member, variant, lca, at)
 

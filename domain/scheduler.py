@@ -233,6 +233,10 @@ class Scheduler:
     def run_cycle(self, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> None:
         state = self.state
         entries: list[Entry] = []
+        # Nominating changes no usage and no workload: classical searches may share their reading.
+        classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
+        if classical is not None:
+            classical.share_while_unchanged()
         for cq, ws in batch:
             if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
                 status = (reasons.MISCONFIGURED, reasons.MSG_NAMESPACE_MISMATCH)
@@ -249,6 +253,8 @@ class Scheduler:
                 cq.queue.park(ws.order_key, ws.last_status, needs=needs)
                 continue
             entries.append(self.assign(cq, ws))
+        if classical is not None:
+            classical.stop_sharing()
         # Kueue's IsPreemptor, read when the heads are taken: the entry is its ClusterQueue's
         # current preemptor. Only looked up by name, never iterated.
         preemptors: frozenset[str] = frozenset()

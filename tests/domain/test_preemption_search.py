@@ -4,19 +4,20 @@
 cohort's over-nominal sets instead of looking at every child, reads each queue's candidates
 lazily from its index, drops a queue from a search once it cannot yield a valid candidate any
 more, leaves out the priority groups when borrowing is allowed but borrowWithinCohort is not,
-and the scheduler asks each search once per assigned workload (`Searches`) and, when only
-whether a workload fits matters and no search can change that (`Scheduler._fit_decides`), only
-whether the ClusterQueue is deferred.
+shares the reading of a flat cohort among the heads nominated in one cycle, removes victims at
+their common ancestor and gives them back in runs; and the scheduler asks each search once per
+assigned workload (`Searches`) and, when only whether a workload fits matters and no search can
+change that (`Scheduler._fit_decides`), only whether the ClusterQueue is deferred.
 
 Here every search the engine makes on random streams is also made by `reference_targets`, the
 search written plainly as Kueue's classical preemptor describes it (every child of every cohort
 on the path, every workload of every source sorted into Kueue's candidate order, each candidate
-validated, then the fewest given back, one at a time), on the same state, and the two must agree: the same
-targets with the same reasons, the same deferral of the ClusterQueue, the state left exactly as
-it was. Every answer a `Searches` gives is compared with a fresh search, every assignment made
-without searches with one made with them, and every cohort's over-nominal sets with a scan of
-its children. The streams are those of the preemption and
-hierarchy property modules, plus a run of Kueue's performance suite at a small size.
+validated, then the fewest given back, one at a time), on the same state, and the two must
+agree: the same targets with the same reasons, the same deferral of the ClusterQueue, the state
+left exactly as it was. Every answer a `Searches` gives is compared with a fresh search, every
+assignment made without searches with one made with them, and every cohort's over-nominal sets
+with a scan of its children. The streams are those of the preemption and hierarchy property
+modules, plus runs of Kueue's performance suite at a small size.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from unittest.mock import patch
 
 import test_hierarchy_properties as hp
 import test_preemption_properties as pp
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -190,6 +192,7 @@ class Seen:
     found: int = 0  # of which found targets
     repeated: int = 0  # Searches calls (answered from memory or not)
     fit_only: int = 0  # assignments made without searches (Scheduler._fit_decides)
+    shared: int = 0  # searches reading a flat cohort shared with the other heads of the cycle
 
 
 def _usages(state: State) -> dict[str, dict[FR, int]]:
@@ -229,7 +232,9 @@ def checked_searches() -> Iterator[Seen]:
                 by_defer = cq.name in state.deferred
                 state.deferred.pop(cq.name, None)
                 assert by_defer == deferred, f"offset {state.offset}: {cq.name} deferred {by_defer}, by a search {deferred}"
+            shared = self._cohort(cq, frs) is not None and cq.spec.preemption.reclaim_within_cohort != NEVER
             got = super().targets(cq, ws, requests, frs)
+            seen.shared += shared
             answer = [(t.ws.key, t.reason, t.cq.name) for t in got]
             where = f"offset {state.offset}: search for {ws.key} in {cq.name}, {requests}"
             assert answer == expected, f"{where}: targets {answer}, written plainly {expected}"
@@ -319,11 +324,14 @@ cohorts:
 """
 
 
-def test_searches_agree_with_the_plain_search_on_kueues_large_scale_shape(tmp_path: Any) -> None:
+@pytest.mark.parametrize("reclaim", ["Any", "LowerPriority"])
+def test_searches_agree_with_the_plain_search_on_kueues_large_scale_shape(tmp_path: Any, reclaim: str) -> None:
     """Kueue's large-scale workload mix on 2 cohorts of 20 ClusterQueues: wide cohorts, many
-    simultaneous heads, searches that find nothing and preemptors whose victims overlap."""
+    simultaneous heads of every priority (their searches share the cohort's reading, each
+    classified for its priority under LowerPriority), searches that find nothing and
+    preemptors whose victims overlap."""
     path = tmp_path / "generator.yaml"
-    path.write_text(SMALL_SUITE)
+    path.write_text(SMALL_SUITE.replace("reclaimWithinCohort: Any", f"reclaimWithinCohort: {reclaim}"))
     scenario = generator.generate(config.load(str(path)))
     with checked_searches() as seen:
         result = virtual.run(scenario)
@@ -331,3 +339,4 @@ def test_searches_agree_with_the_plain_search_on_kueues_large_scale_shape(tmp_pa
     # Each answer a Searches gives is checked with a fresh search: searches = its misses + calls.
     misses = seen.searches - seen.repeated
     assert seen.found > 20 and seen.searches - seen.found > 100 and misses < seen.repeated and seen.fit_only > 5
+    assert seen.shared > seen.searches // 2
