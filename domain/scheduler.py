@@ -35,7 +35,7 @@ from domain.lifecycle import admit, evict, set_pending
 from domain.objects import ANY, FAIR_SHARING, NEVER
 from domain.preemption import ClassicalPreemptor, Target, never_preempts, preemption_message
 from domain.quantity import format_amount
-from domain.quota import FR, borrowing_level
+from domain.quota import FR, QuotaNode, borrowing_level
 from domain.queues import Status
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
@@ -419,15 +419,23 @@ class Scheduler:
         skipped this cycle."""
         state = self.state
         cq, ws = entry.cq, entry.ws
-        gone = [state.workloads[key] for key in victims if key in state.workloads]
-        gone = [v for v in gone if v.admission is not None]
-        for v in gone:
-            state.cluster_queues[v.admission.cluster_queue].node.add_usages(v.admission.usage, -1)  # type: ignore[union-attr]
+        # assign reads only the quota tree of the entry's root and that tree's workloads: the
+        # victims in other trees cannot change its answer and stay where they are.
+        root = cq.node.root()
+        gone: list[tuple[QuotaNode, dict[FR, int]]] = []
+        for key in victims:
+            v = state.workloads.get(key)
+            if v is not None and v.admission is not None:
+                node = state.cluster_queues[v.admission.cluster_queue].node
+                if node.root() is root:
+                    gone.append((node, v.admission.usage))
+        for node, usage in gone:
+            node.add_usages(usage, -1)
         try:
             again = self.assign(cq, ws, fit_only=self._fit_decides(cq, ws))
         finally:
-            for v in gone:
-                state.cluster_queues[v.admission.cluster_queue].node.add_usages(v.admission.usage)  # type: ignore[union-attr]
+            for node, usage in gone:
+                node.add_usages(usage)
         if again.assignment.mode != MODE_FIT:
             # Kueue retries it next cycle and meets the same victims until they are gone; here
             # it sleeps until they release their quota, so that the cycle reaches a fixed point.
