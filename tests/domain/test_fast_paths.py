@@ -17,6 +17,14 @@ from event_streams import random_stream
 
 from domain import lifecycle, scheduler
 from domain.engine import Engine
+from domain.flavor_assigner import BEST, should_try_next_flavor
+from domain.objects import (
+    BORROWING_OVER_PREEMPTION,
+    MAY_STOP_SEARCH,
+    PREEMPTION_OVER_BORROWING,
+    TRY_NEXT_FLAVOR,
+    FlavorFungibility,
+)
 from domain.preemption import never_preempts
 
 POLICIES = (
@@ -79,3 +87,14 @@ def test_tree_members_kept_with_the_leaves_are_those_looked_up(seed: int, monkey
     kept = decide(stream)
     monkeypatch.setattr(lifecycle, "tree_members", _members_looked_up)
     assert decide(stream) == kept
+
+
+@pytest.mark.parametrize("borrow", (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR))
+@pytest.mark.parametrize("preempt", (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR))
+@pytest.mark.parametrize("preference", (None, BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING))
+def test_a_flavor_where_everything_fits_without_borrowing_ends_the_search(
+    borrow: str, preempt: str, preference: str | None
+) -> None:
+    """FlavorAssigner._find_flavor takes such a flavor at once (`rep is BEST`), which is what
+    the general test says under every fungibility."""
+    assert not should_try_next_flavor(BEST, FlavorFungibility(borrow, preempt, preference))
