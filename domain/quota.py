@@ -189,8 +189,12 @@ class QuotaNode:
                 if (before > quota) != (after > quota):
                     _mark_over(parent, node.name, fr, after > quota)
             node.changes += 1
-            local = node.local_quota(fr) if node.lending_limit else 0
-            delta = (after - local if after > local else 0) - (before - local if before > local else 0)
+            if node.lending_limit:
+                local = node.local_quota(fr)
+                delta = (after - local if after > local else 0) - (before - local if before > local else 0)
+            elif before < 0 or after < 0:
+                delta = (after if after > 0 else 0) - (before if before > 0 else 0)
+            # else: with localQuota 0 and neither side negative, the parent sees all of delta
             node = parent
         while node is not None:  # the part kept within a localQuota: usage changed below these
             node.changes += 1

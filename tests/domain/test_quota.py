@@ -109,3 +109,21 @@ def test_incremental_usage_matches_a_full_recompute(spec: list[tuple[int, int | 
         limit = node.borrowing_limit.get(FR)
         if limit is not None:
             assert node.usage.get(FR, 0) + node.available(FR) <= node.nominal[FR] + limit
+
+
+@settings(max_examples=200, deadline=None)
+@given(members, st.lists(st.tuples(st.integers(0, 4), st.integers(-30, 30)), max_size=30))
+def test_incremental_usage_matches_a_full_recompute_even_below_zero(
+    spec: list[tuple[int, int | None, int | None]], moves: list[tuple[int, int]]
+) -> None:
+    """add_usage's shortcut for nodes without a lending limit (the parent sees the whole
+    change) holds only while usage stays non-negative; below zero the formula clamps, as the
+    recompute does. The engine never takes usage below zero; the formulas still agree."""
+    cfg = [(f"cq{i}", n, b, min(l, n) if l is not None else None) for i, (n, b, l) in enumerate(spec)]
+    root, cqs = cohort_of(*cfg)
+    names = sorted(cqs)
+    for index, delta in moves:
+        cqs[names[index % len(names)]].add_usage(FR, delta)
+        incremental = dict(root.usage)
+        recompute(root)
+        assert root.usage == incremental
