@@ -230,31 +230,40 @@ class Scheduler:
         return found
 
     # -- one cycle --------------------------------------------------------------------------
-    def run_cycle(self, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> None:
+    def _nominate(self, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> list[Entry]:
+        """Kueue's nominate: the entry of every head that may be admitted, the others parked."""
         state = self.state
         entries: list[Entry] = []
         # Nominating changes no usage and no workload: classical searches may share their reading.
+        # The sharing must end with the nomination, whatever happens in it.
         classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
         if classical is not None:
             classical.share_while_unchanged()
-        for cq, ws in batch:
-            if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
-                status = (reasons.MISCONFIGURED, reasons.MSG_NAMESPACE_MISMATCH)
-                self._park(out, cq, ws, status, blocks=False)
-                continue
-            invalid = ws.spec.resources_error
-            if invalid is not None:
-                # Unlike a namespace mismatch, Kueue requeues it at once: a StrictFIFO head blocks.
-                self._park(out, cq, ws, (reasons.MISCONFIGURED, invalid))
-                continue
-            needs = self._still_hopeless(cq, ws)
-            if needs is not None:
-                assert ws.last_status is not None
-                cq.queue.park(ws.order_key, ws.last_status, needs=needs)
-                continue
-            entries.append(self.assign(cq, ws))
-        if classical is not None:
-            classical.stop_sharing()
+        try:
+            for cq, ws in batch:
+                if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
+                    status = (reasons.MISCONFIGURED, reasons.MSG_NAMESPACE_MISMATCH)
+                    self._park(out, cq, ws, status, blocks=False)
+                    continue
+                invalid = ws.spec.resources_error
+                if invalid is not None:
+                    # Unlike a namespace mismatch, Kueue requeues it at once: a StrictFIFO head blocks.
+                    self._park(out, cq, ws, (reasons.MISCONFIGURED, invalid))
+                    continue
+                needs = self._still_hopeless(cq, ws)
+                if needs is not None:
+                    assert ws.last_status is not None
+                    cq.queue.park(ws.order_key, ws.last_status, needs=needs)
+                    continue
+                entries.append(self.assign(cq, ws))
+        finally:
+            if classical is not None:
+                classical.stop_sharing()
+        return entries
+
+    def run_cycle(self, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> None:
+        state = self.state
+        entries = self._nominate(out, batch)
         # Kueue's IsPreemptor, read when the heads are taken: the entry is its ClusterQueue's
         # current preemptor. Only looked up by name, never iterated.
         preemptors: frozenset[str] = frozenset()
