@@ -358,7 +358,11 @@ class Engine:
                 elif not ws.admission.admitted:
                     # Reserved but not admitted (checks pending): no pods yet, the hold takes it back.
                     release_evicted(state, out, ws)
-        self._refresh_activeness(out)
+        # Only this queue's activeness can have changed: every other queue's depends on its own
+        # spec and termination and on the flavors and admission checks, and each change of those
+        # refreshes all queues (see _refresh_activeness). Refreshing them all here made applying
+        # n ClusterQueues cost n² checks.
+        self._refresh_activeness(out, only=cq)
         for key in list(state.parked.get(f"cq:{spec.name}", {})):
             ws = state.workloads[key]
             unroute(state, ws)
@@ -400,9 +404,13 @@ class Engine:
                     unroute(state, ws)
                     route(state, out, ws)
 
-    def _refresh_activeness(self, out: Emitter) -> None:
+    def _refresh_activeness(self, out: Emitter, only: ClusterQueueState | None = None) -> None:
+        """Recompute which ClusterQueues are active (and why not). A queue's activeness reads
+        only its spec, whether it is terminating, and the flavors and admission checks that
+        exist: whoever changes any of these calls this, for every queue or (`only`) for the one
+        queue whose spec or termination alone changed."""
         state = self.state
-        for cq in state.cluster_queues.values():
+        for cq in state.cluster_queues.values() if only is None else (only,):
             problems: list[str] = []
             missing = [f for f in cq.spec.flavor_names() if f not in state.flavors]
             if missing:

@@ -98,3 +98,58 @@ def test_a_flavor_where_everything_fits_without_borrowing_ends_the_search(
     """FlavorAssigner._find_flavor takes such a flavor at once (`rep is BEST`), which is what
     the general test says under every fungibility."""
     assert not should_try_next_flavor(BEST, FlavorFungibility(borrow, preempt, preference))
+
+
+def churned_config_stream(seed: int) -> list[dict[str, Any]]:
+    """random_stream with flavors deleted and re-created, ClusterQueues deleted and re-applied,
+    and ClusterQueues naming a flavor or an admission check that may not exist yet: every
+    input of a queue's activeness changes, in every order."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for event in random_stream(seed, events=300):
+        obj = event.get("object")
+        if isinstance(obj, dict) and obj.get("kind") == "ClusterQueue" and rng.random() < 0.3:
+            event = copy.deepcopy(event)
+            spec = event["object"]["spec"]
+            if rng.random() < 0.5:
+                spec["resourceGroups"][0]["flavors"].append(
+                    {"name": "late", "resources": [{"name": "cpu", "nominalQuota": "4"},
+                                                   {"name": "memory", "nominalQuota": "8Gi"}]})
+            else:
+                spec["admissionChecks"] = ["check"]
+        out.append(event)
+        roll = rng.random()
+        if roll < 0.04:
+            out.append({"type": "ConfigApplied", "object": {
+                "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "late"}}})
+        elif roll < 0.07:
+            out.append({"type": "ConfigDeleted", "kind": "ResourceFlavor", "name": "late"})
+        elif roll < 0.09:
+            out.append({"type": "ConfigApplied", "object": {
+                "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": "check"},
+                "spec": {"controllerName": "c"}}})
+        elif roll < 0.11:
+            out.append({"type": "ConfigDeleted", "kind": "AdmissionCheck", "name": "check"})
+        elif roll < 0.13:
+            out.append({"type": "ConfigDeleted", "kind": "ClusterQueue", "name": f"cq-{rng.randrange(2)}-{rng.randrange(3)}"})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_applying_a_cluster_queue_refreshes_only_its_own_activeness(seed: int) -> None:
+    """Engine._apply_cluster_queue refreshes only the applied queue's activeness: after every
+    event, refreshing all queues changes nothing and decides nothing."""
+    from domain.emitter import Emitter
+
+    engine = Engine()
+    kinds = {True: 0, False: 0}
+    for offset, event in enumerate(churned_config_stream(seed)):
+        engine.apply(event, offset)
+        before = {name: (cq.active, cq.inactive_message) for name, cq in engine.state.cluster_queues.items()}
+        scratch = Emitter(offset)
+        engine._refresh_activeness(scratch)
+        after = {name: (cq.active, cq.inactive_message) for name, cq in engine.state.cluster_queues.items()}
+        assert after == before and not scratch.decisions
+        for active, _ in before.values():
+            kinds[active] += 1
+    assert kinds[True] and kinds[False]  # both active and inactive queues were seen
