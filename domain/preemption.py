@@ -211,7 +211,7 @@ class _Merged:
     same attempt, is read to its end first (a search reads it whole before this one anyway; the
     merge does not rely on that)."""
 
-    __slots__ = ("items", "_source", "_below", "_before")
+    __slots__ = ("items", "_source", "_below", "_before", "_totals")
 
     def __init__(self, group: list[_Stream], allow_borrowing: bool, frs: list[FR], below: _Pending,
                  before: _Merged | None) -> None:
@@ -219,6 +219,32 @@ class _Merged:
         self._source = _read(group, allow_borrowing, frs, below)
         self._below = below
         self._before = before
+        # Once read to the end: the usage of all items per node where each is removed, and the
+        # ClusterQueues they come from (by id); None if some item is removed at its own queue.
+        self._totals: tuple[_Pending, dict[int, None]] | None | bool = False
+
+    def all_of_others(self, cq: ClusterQueueState) -> tuple[list[_Candidate], _Pending] | None:
+        """When no item is of `cq` and none is removed at its own queue: every item, and their
+        usage per node where each is removed (not to be changed). Else None."""
+        self.at(1 << 62)
+        totals = self._totals
+        if totals is False:
+            totals = self._totals = self._sum()
+        if totals is None or isinstance(totals, bool) or id(cq) in totals[1]:
+            return None
+        return self.items, totals[0]
+
+    def _sum(self) -> tuple[_Pending, dict[int, None]] | None:
+        everything: _Pending = {}
+        members: dict[int, None] = {}
+        for c in self.items:
+            at = c.at
+            if at is None or at is c.cq.node:
+                return None
+            assert c.ws.admission is not None
+            _note(everything, at, c.ws.admission.usage)
+            members[id(c.cq)] = None
+        return everything, members
 
     def at(self, i: int) -> _Candidate | None:
         items = self.items
@@ -251,14 +277,23 @@ class _Groups:
     def any_besides(self, cq: ClusterQueueState) -> bool:
         return any(s.member is not cq and s.at(0) is not None for group in (self.evicted, self.holding) for s in group)
 
-    def read(self, evicted: bool, allow_borrowing: bool, cq: ClusterQueueState) -> Iterator[_Candidate]:
-        """The group as `_read` would give it to this preemptor: its own queue is no source."""
+    def _group(self, evicted: bool, allow_borrowing: bool) -> _Merged:
         merged = self._merged.get(allow_borrowing)
         if merged is None:
             below: _Pending = {}
             first = _Merged(self.evicted, allow_borrowing, self.frs, below, None)
             merged = self._merged[allow_borrowing] = (first, _Merged(self.holding, allow_borrowing, self.frs, below, first))
-        group = merged[0] if evicted else merged[1]
+        return merged[0] if evicted else merged[1]
+
+    def taken_by(self, evicted: bool, allow_borrowing: bool,
+                 cq: ClusterQueueState) -> tuple[list[_Candidate], _Pending] | None:
+        """All of `read` and their usage per node where each is removed, when the group holds
+        none of `cq`'s candidates (`_Merged.all_of_others`); else None."""
+        return self._group(evicted, allow_borrowing).all_of_others(cq)
+
+    def read(self, evicted: bool, allow_borrowing: bool, cq: ClusterQueueState) -> Iterator[_Candidate]:
+        """The group as `_read` would give it to this preemptor: its own queue is no source."""
+        group = self._group(evicted, allow_borrowing)
         i = 0
         while True:
             c = group.at(i)
@@ -458,6 +493,20 @@ class ClassicalPreemptor:
                     elif kind != shared_kind:
                         continue
                     else:
+                        if own_too_high:
+                            # The loop below would take every candidate of the shared group and,
+                            # each being removed at the root rather than at its queue, only note
+                            # its usage in `waiting` (own_too_high changes only with a victim of
+                            # the preemptor's own queue, and the shared group has none). So take
+                            # them all at once, with their usage summed once per cycle. (Only
+                            # when the group holds none of the preemptor's own queue: no
+                            # subtraction of its part.)
+                            taken = shared.taken_by(g < 3, allow_borrowing, cq)
+                            if taken is not None:
+                                chosen.extend(taken[0])
+                                for node, total in taken[1].values():
+                                    _note(waiting, node, total)
+                                continue
                         source = shared.read(g < 3, allow_borrowing, cq)
                         checked = False  # the shared merge has, for the flat cohort
                     for candidate in source:
