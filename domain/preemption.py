@@ -418,7 +418,7 @@ class ClassicalPreemptor:
         if cohort is None:
             hierarchy, priority = self._cohort_sources(cq, requests, frs)
             self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))
-            shared_kind = -1
+            shared_kind, advantage = -1, False
         else:
             # What _cohort_sources and _defer_if_admitted_now find, from the shared cohort: its
             # one level gives every queue to hierarchy if the preemptor fits in its own nominal
@@ -430,7 +430,10 @@ class ClassicalPreemptor:
                 m is not cq for m in cohort.admitted_now
             ):
                 self.state.deferred[cq.name] = None
-            shared = self._groups(cohort, cq, ws, frs, advantage)
+            # The cohort's candidates, classified for this preemptor (`_groups`), are made when
+            # first read: a search that reads none of them (a queue over its nominal quota
+            # without borrowWithinCohort only looks at its own) leaves them unmade. Making them
+            # reads, and changes, nothing else, and nothing changes during the nomination.
         # Six groups, read in this order: (evicted, then not) x (hierarchy, priority, own queue),
         # each made when first needed.
         kinds = (hierarchy, priority, same_queue)
@@ -451,10 +454,11 @@ class ClassicalPreemptor:
         if forbidden and not self._under_nominal(cq, frs):
             attempts = (True,)
         else:
-            if shared is None:
+            if cohort is None:
                 any_hierarchy = _any(group(0)) or _any(group(3))
                 any_priority = _any(group(1)) or _any(group(4))
             else:
+                shared = self._groups(cohort, cq, ws, frs, advantage)
                 any_hierarchy = any_priority = shared.any_besides(cq)
                 if shared_kind == 0:
                     any_priority = False
@@ -485,7 +489,7 @@ class ClassicalPreemptor:
                         # one that may only be reclaimed without borrowing: none is valid here.
                         continue
                     source: Iterator[_Candidate]
-                    if shared is None or kind == 2:
+                    if cohort is None or kind == 2:
                         if not kinds[kind]:
                             continue
                         source = _read(group(g), allow_borrowing, frs, below)
@@ -493,6 +497,8 @@ class ClassicalPreemptor:
                     elif kind != shared_kind:
                         continue
                     else:
+                        if shared is None:
+                            shared = self._groups(cohort, cq, ws, frs, advantage)
                         if own_too_high:
                             # The loop below would take every candidate of the shared group and,
                             # each being removed at the root rather than at its queue, only note
