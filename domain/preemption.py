@@ -434,6 +434,14 @@ class ClassicalPreemptor:
             # first read: a search that reads none of them (a queue over its nominal quota
             # without borrowWithinCohort only looks at its own) leaves them unmade. Making them
             # reads, and changes, nothing else, and nothing changes during the nomination.
+            if shared_kind == 1 and policy.borrow_within_cohort == NEVER and not _own_may_yield(cq, ws):
+                # No target can be found: the preemptor does not fit in its own nominal quota,
+                # so it borrows (the same test, usage + request > subtree quota), and its own
+                # queue holds no candidate under its policy. In an attempt with borrowing, the
+                # cohort's queues are all priority sources, none valid without
+                # borrowWithinCohort (skipped there); in one without, only the preemptor's own
+                # victims could end its borrowing (own_too_high), and there are none.
+                return []
         # Six groups, read in this order: (evicted, then not) x (hierarchy, priority, own queue),
         # each made when first needed.
         kinds = (hierarchy, priority, same_queue)
@@ -783,6 +791,16 @@ def _path_valid(c: _Candidate, frs: list[FR]) -> bool:
         if within_nominal(node, frs):
             return False
     return True
+
+
+def _own_may_yield(cq: ClusterQueueState, preemptor: WorkloadState) -> bool:
+    """Could the preemptor's own queue give a candidate stream (`ClassicalPreemptor._stream`
+    of its own queue, evicted or not)?"""
+    policy = cq.spec.preemption.within_cluster_queue
+    if policy == NEVER:
+        return False
+    bound = max_candidate_priority(policy, preemptor)
+    return cq.candidates.holds(True, bound) or cq.candidates.holds(False, bound)
 
 
 def _fit_in_quota(node: QuotaNode, requests: dict[FR, int]) -> tuple[bool, dict[FR, int]]:

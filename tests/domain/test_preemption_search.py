@@ -340,3 +340,58 @@ def test_searches_agree_with_the_plain_search_on_kueues_large_scale_shape(tmp_pa
     misses = seen.searches - seen.repeated
     assert seen.found > 20 and seen.searches - seen.found > 100 and misses < seen.repeated and seen.fit_only > 5
     assert seen.shared > seen.searches // 2
+
+
+def _flat_cohort_events(borrow: str, b_priority: int) -> list[dict[str, Any]]:
+    """A flat cohort of three ClusterQueues of 4 cpu; b holds 8 (4 borrowed) in workloads of one
+    cpu; then a, holding nothing, asks for 6 cpu: more than its nominal quota, so it must borrow
+    and its own queue has no candidate."""
+    def cq(name: str) -> dict[str, Any]:
+        return {"type": "ConfigApplied", "object": {
+            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"namespaceSelector": {}, "cohort": "c",
+                     "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                                    "borrowWithinCohort": {"policy": borrow}},
+                     "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                         {"name": "f", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}}}
+
+    def lq(name: str) -> dict[str, Any]:
+        return {"type": "ConfigApplied", "object": {
+            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+            "metadata": {"namespace": "ns", "name": name}, "spec": {"clusterQueue": name}}}
+
+    def wl(name: str, queue: str, cpu: int, priority: int) -> dict[str, Any]:
+        return {"type": "WorkloadSubmitted", "workload": {
+            "metadata": {"namespace": "ns", "name": name},
+            "spec": {"queueName": queue, "priority": priority,
+                     "podSets": [{"name": "main", "count": 1, "requests": {"cpu": str(cpu)}}]}}}
+
+    events: list[dict[str, Any]] = [{"type": "ConfigApplied", "object": {
+        "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "f"}}}]
+    for name in ("a", "b", "c"):
+        events += [cq(name), lq(name)]
+    events += [wl(f"b-{i}", "b", 1, b_priority) for i in range(8)]
+    events.append(wl("big", "a", 6, 100))
+    return events
+
+
+@pytest.mark.parametrize(("borrow", "b_priority", "preempts"), [
+    ("LowerPriority", 0, True),  # reclaimed while borrowing: two of b's workloads make room
+    ("Never", 0, False),  # without borrowWithinCohort nothing can be reclaimed while borrowing
+    ("LowerPriority", 100, False),  # b's workloads are not of lower priority
+])
+def test_a_borrowing_preemptor_without_own_candidates_in_a_flat_cohort(borrow: str, b_priority: int,
+                                                                       preempts: bool) -> None:
+    """The search's shortcut for a preemptor that must borrow and has no candidate in its own
+    queue (`_own_may_yield`) answers "no target" only where the search finds none."""
+    from domain.engine import Engine
+
+    engine = Engine()
+    with checked_searches() as seen:
+        decisions = [d for offset, event in enumerate(_flat_cohort_events(borrow, b_priority))
+                     for d in engine.apply(event, offset)]
+    # Without borrowWithinCohort the flavor assigner asks no search for a request above the
+    # nominal quota; the other two search (the shortcut's own condition decides).
+    assert seen.searches >= (0 if borrow == "Never" else 1)
+    preempted = [d for d in decisions if type(d).__name__ == "Preempted"]
+    assert len(preempted) == (2 if preempts else 0)
