@@ -703,22 +703,30 @@ class ClassicalPreemptor:
         given = [False] * n
         i = n - 2  # the next victim to decide; those after it are decided
         run = 1
+        # After a run that does not fit, the next one (its right half) is already given back:
+        # only its left half is removed again. The usage _fits reads is the same sums either
+        # way. `restored`: how many victims up to i are given back now.
+        restored = 0
         while i >= 0:
             if run > i + 1:
                 run = i + 1
-            part = chosen[i - run + 1 : i + 1]
-            _add_back(part, 1)
+            if restored > run:
+                _add_back(chosen[i - restored + 1 : i - run + 1], -1)
+            elif restored < run:
+                _add_back(chosen[i - run + 1 : i - restored + 1], 1)
+            restored = run
             if self._fits(cq, requests, allow_borrowing):
                 for j in range(i - run + 1, i + 1):
                     given[j] = True
                 i -= run
                 run *= 2
+                restored = 0
+            elif run == 1:
+                _add_back(chosen[i : i + 1], -1)
+                i -= 1  # kept
+                restored = 0
             else:
-                _add_back(part, -1)
-                if run == 1:
-                    i -= 1  # kept
-                else:
-                    run //= 2
+                run //= 2
         for i in range(n - 2, -1, -1):  # Kueue's list operations, with the decisions made
             if given[i]:
                 chosen[i] = chosen[-1]
