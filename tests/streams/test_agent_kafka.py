@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -153,6 +154,16 @@ async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topic
     assert not any(running(pid) for pid in engine_pids(agent)), "an engine process outlived its agent"
 
 
+async def wait_for_recoveries(agent: AgentProcess, count: int, timeout: float) -> None:
+    """Until the agent has logged `count` recoveries (one per engine process that finished
+    recovering)."""
+    deadline = time.monotonic() + timeout
+    while sum(line.get("event") == "recovered" for line in agent.lines()) < count:
+        assert agent.alive, agent.tail()
+        assert time.monotonic() < deadline, f"fewer than {count} recoveries in {timeout} s\n{agent.tail()}"
+        await asyncio.sleep(0.1)
+
+
 async def test_kafka_killing_the_engine_process_makes_the_agent_recover(
     kafka_bootstrap: str, kafka_log: KafkaLog, topics: Topics, tmp_path: Path
 ) -> None:
@@ -176,15 +187,15 @@ async def test_kafka_killing_the_engine_process_makes_the_agent_recover(
         agent.start()
         for k, point in enumerate(points, start=1):
             pid = await wait_for_engine(agent, k, timeout=60)
+            # Kill each engine only once it has recovered: decisions may already be past the
+            # next point when it starts (its predecessor got there), and an engine killed while
+            # it recovers never logs its recovery, which the count below relies on.
+            await wait_for_recoveries(agent, k, timeout=60)
             await wait_for_cause(kafka_log, topics.decisions, point, timeout=60, agents=[agent])
             os.kill(pid, signal.SIGKILL)
             # The next engine process: the death is noticed even if the dead one had finished.
             await wait_for_engine(agent, k + 1, timeout=60)
-        for _ in range(1200):  # the last recovery may come after the last decision was in
-            if sum(line.get("event") == "recovered" for line in agent.lines()) == len(points) + 1:
-                break
-            assert agent.alive, agent.tail()
-            await asyncio.sleep(0.05)
+        await wait_for_recoveries(agent, len(points) + 1, timeout=60)  # may come after the last decision
         await wait_for_cause(kafka_log, topics.decisions, n - 1, timeout=90, agents=[agent])
         assert agent.alive, agent.tail()
         assert len(engine_pids(agent)) == len(points) + 1
