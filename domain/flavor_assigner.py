@@ -9,7 +9,8 @@ as Kueue joins them, so a Kueue user reads the same pending messages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from typing import TypeVar
 
 from domain import reasons
 from domain.objects import (
@@ -404,23 +405,23 @@ _OWN_PLANS_LIMIT = 64
 
 def _plan(groups: Mapping[str, ResourceGroup], requests: dict[str, int], plans: Plans | None = None) -> Plan:
     names = tuple(requests)
-    if plans is not None:
-        cached = plans.get(names)
-        if cached is not None and cached[0] is groups:
-            return cached[1]
-        plan = _make_plan(groups, requests)
-        if len(plans) >= _OWN_PLANS_LIMIT:
-            plans.clear()
-        plans[names] = (groups, plan)
-        return plan
-    key = (id(groups), names)
-    cached = _PLANS.get(key)
+    if plans is None:
+        return _memo(_PLANS, (id(groups), names), _PLANS_LIMIT, groups, requests)
+    return _memo(plans, names, _OWN_PLANS_LIMIT, groups, requests)
+
+
+_K = TypeVar("_K", bound=Hashable)
+
+
+def _memo(store: dict[_K, tuple[Mapping[str, ResourceGroup], Plan]], key: _K, limit: int,
+          groups: Mapping[str, ResourceGroup], requests: dict[str, int]) -> Plan:
+    cached = store.get(key)
     if cached is not None and cached[0] is groups:
         return cached[1]
     plan = _make_plan(groups, requests)
-    if len(_PLANS) >= _PLANS_LIMIT:
-        _PLANS.clear()
-    _PLANS[key] = (groups, plan)
+    if len(store) >= limit:
+        store.clear()
+    store[key] = (groups, plan)
     return plan
 
 
