@@ -171,8 +171,10 @@ def _read(group: list[_Stream], allow_borrowing: bool, frs: list[FR], below: _Pe
     Only removals happen while an attempt reads (usage only goes down until it ends), and a
     queue's candidates come in ascending priority; so once another queue is within its nominal
     quota, or (borrowing allowed) shows a candidate that may only be reclaimed without
-    borrowing, every later candidate of it is invalid too (see `_valid`): dropping the queue
-    skips exactly candidates the search would have examined and rejected."""
+    borrowing, every later candidate of it is invalid too (Kueue's validity check: another
+    queue's candidate is valid while that queue and every cohort up to the common ancestor is
+    above nominal; `_path_valid` checks the cohorts): dropping the queue skips exactly
+    candidates the search would have examined and rejected."""
     heap: list[tuple[_Key, int, int]] = []
     for s, stream in enumerate(group):
         first = stream.at(0)
@@ -525,7 +527,7 @@ class ClassicalPreemptor:
                         checked = False  # the shared merge has, for the flat cohort
                     for candidate in source:
                         own = candidate.cq is cq
-                        # _read has checked the rest of _valid for this candidate, now
+                        # _read has checked the rest of the validity check for this candidate, now
                         if checked and not own and not _path_valid(candidate, frs):
                             continue
                         chosen.append(candidate)
@@ -654,20 +656,6 @@ class ClassicalPreemptor:
                 self._collect(cq, child, subtree_root, skip, frs, advantage, out)
 
     # -- simulation -------------------------------------------------------------------------
-    def _valid(self, cq: ClusterQueueState, c: _Candidate, allow_borrowing: bool, frs: list[FR]) -> bool:
-        if c.cq is cq:
-            return True
-        if allow_borrowing and c.variant == RECLAIM_WITHOUT_BORROWING:
-            return False
-        if within_nominal(c.cq.node, frs):
-            return False
-        for node in c.cq.node.ancestors():
-            if node is c.lca:
-                break
-            if within_nominal(node, frs):
-                return False
-        return True
-
     @staticmethod
     def _under_nominal(cq: ClusterQueueState, frs: list[FR]) -> bool:
         return all(cq.node.usage.get(fr, 0) < cq.node.nominal.get(fr, 0) for fr in frs)
@@ -732,16 +720,6 @@ class ClassicalPreemptor:
                 chosen[i] = chosen[-1]
                 chosen.pop()
         return chosen
-
-    @staticmethod
-    def _remove(c: _Candidate) -> None:
-        assert c.ws.admission is not None
-        c.cq.node.add_usages(c.ws.admission.usage, -1)
-
-    @staticmethod
-    def _restore(c: _Candidate) -> None:
-        assert c.ws.admission is not None
-        c.cq.node.add_usages(c.ws.admission.usage)
 
 
 def _add_back(victims: list[_Candidate], sign: int) -> None:

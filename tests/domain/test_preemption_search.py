@@ -127,17 +127,45 @@ def _group(state: State, cq: ClusterQueueState, preemptor: WorkloadState,
     return [c for _, c in found]
 
 
+def _valid(cq: ClusterQueueState, c: _Candidate, allow_borrowing: bool, frs: list[FR]) -> bool:
+    """Kueue's candidate check: another queue's candidate is valid while that queue, and every
+    cohort between it and the common ancestor, is above its nominal quota; one that may only be
+    reclaimed without borrowing is not valid in an attempt that borrows."""
+    if c.cq is cq:
+        return True
+    if allow_borrowing and c.variant == RECLAIM_WITHOUT_BORROWING:
+        return False
+    if within_nominal(c.cq.node, frs):
+        return False
+    for node in c.cq.node.ancestors():
+        if node is c.lca:
+            break
+        if within_nominal(node, frs):
+            return False
+    return True
+
+
+def _remove(c: _Candidate) -> None:
+    assert c.ws.admission is not None
+    c.cq.node.add_usages(c.ws.admission.usage, -1)
+
+
+def _restore(c: _Candidate) -> None:
+    assert c.ws.admission is not None
+    c.cq.node.add_usages(c.ws.admission.usage)
+
+
 def _fill_back(helper: ClassicalPreemptor, cq: ClusterQueueState, requests: dict[FR, int], allow_borrowing: bool,
                chosen: list[_Candidate]) -> list[_Candidate]:
     """Give back, last to first, every victim the preemptor still fits without, asking after
     each one; Kueue swaps the last element into the freed slot."""
     for i in range(len(chosen) - 2, -1, -1):
-        helper._restore(chosen[i])
+        _restore(chosen[i])
         if helper._fits(cq, requests, allow_borrowing):
             chosen[i] = chosen[-1]
             chosen.pop()
         else:
-            helper._remove(chosen[i])
+            _remove(chosen[i])
     return chosen
 
 
@@ -158,7 +186,7 @@ def reference_targets(state: State, cq: ClusterQueueState, ws: WorkloadState, re
     )
     groups = [_group(state, cq, ws, list(sources), evicted, frs)
               for evicted in (True, False) for sources in (hierarchy, priority, own)]
-    helper = ClassicalPreemptor(state)  # its validity, fit and give-back steps
+    helper = ClassicalPreemptor(state)  # its fit tests
     forbidden = policy.borrow_within_cohort == NEVER
     any_hierarchy = bool(groups[0] or groups[3])
     if (not any_hierarchy and not (groups[1] or groups[4])) or (forbidden and not helper._under_nominal(cq, frs)):
@@ -172,16 +200,16 @@ def reference_targets(state: State, cq: ClusterQueueState, ws: WorkloadState, re
         try:
             for group in groups:
                 for candidate in group:
-                    if not helper._valid(cq, candidate, allow_borrowing, frs):
+                    if not _valid(cq, candidate, allow_borrowing, frs):
                         continue
-                    helper._remove(candidate)
+                    _remove(candidate)
                     chosen.append(candidate)
                     if helper._fits(cq, requests, allow_borrowing):
                         chosen = _fill_back(helper, cq, requests, allow_borrowing, chosen)
                         return [(c.ws.key, VARIANT_REASON[c.variant], c.cq.name) for c in chosen], deferred
         finally:
             for candidate in chosen:
-                helper._restore(candidate)
+                _restore(candidate)
     return [], deferred
 
 
