@@ -26,7 +26,7 @@ from fractions import Fraction
 from domain import reasons
 from domain.entry import Entry
 from domain.objects import NEVER
-from domain.preemption import Target, max_candidate_priority, preemptible_now, satisfies_policy, uses
+from domain.preemption import Target, max_candidate_priority, never_preempts, preemptible_now, satisfies_policy, uses
 from domain.quota import FR, QuotaNode
 from domain.state import ClusterQueueState, State, WorkloadState
 
@@ -283,10 +283,7 @@ class FairSharingPreemptor:
 
     def targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
                 frs: list[FR]) -> list[Target]:
-        policy = cq.spec.preemption
-        if policy.within_cluster_queue == NEVER and (
-            cq.node.parent is None or policy.reclaim_within_cohort == NEVER
-        ):
+        if never_preempts(cq):
             return []  # a non-preemptive queue: no candidate can exist
         self._lendable = {}  # one attempt sees one configuration
         candidates = self._candidates(cq, ws, frs)

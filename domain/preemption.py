@@ -340,9 +340,9 @@ def max_candidate_priority(policy: str, preemptor: WorkloadState) -> int | None:
 
 
 def never_preempts(cq: ClusterQueueState) -> bool:
-    """A non-preemptive ClusterQueue under Classical preemption: `ClassicalPreemptor.targets`
-    returns no target for it, whatever is asked, and neither it nor `defer` changes anything
-    (the scheduler then skips asking)."""
+    """A non-preemptive ClusterQueue: `ClassicalPreemptor.targets` and
+    `FairSharingPreemptor.targets` return no target for it, whatever is asked, and neither they
+    nor `defer` change anything (the scheduler then skips asking)."""
     policy = cq.spec.preemption
     return policy.within_cluster_queue == NEVER and (cq.node.parent is None or policy.reclaim_within_cohort == NEVER)
 

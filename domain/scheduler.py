@@ -158,11 +158,11 @@ class Scheduler:
         no search looks for targets, each only defers the ClusterQueue as it would."""
         spec = cq.spec
         preemptor = self.preemptor
-        # A non-preemptive ClusterQueue under Classical: every search would find no target and
-        # change nothing (never_preempts: ClassicalPreemptor.targets and .defer both start with
-        # it), so none is made and the answers are "no target".
+        # A non-preemptive ClusterQueue: every search would find no target and change nothing
+        # (never_preempts: both preemptors' targets and the classical defer start with it), so
+        # none is made and the answers are "no target".
         search = (
-            None if not self.fair and never_preempts(cq)
+            None if never_preempts(cq)
             else Searches(preemptor, cq, ws, remember=not self.fair, defer_only=fit_only)
         )
 
