@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # If set, pytest's own exit status is written here (make itself only says 0/2).
 PYTEST_STATUS_FILE ?=
 
-.PHONY: run test venv broker-start broker-stop
+.PHONY: run test venv compile broker-start broker-stop
 
 # Reinstall only when the project metadata changed since the last install.
 $(VENV)/.installed: pyproject.toml
@@ -20,14 +20,24 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-run: $(VENV)/.installed
+# domain/ compiled in place by mypyc, rebuilt when a source changes (deploy/compile.py). Without
+# a C compiler the engine runs from its sources: same decisions, slower. CI requires the build.
+DOMAIN_SOURCES := $(wildcard domain/*.py)
+domain/.compiled.json: $(VENV)/.installed $(DOMAIN_SOURCES) deploy/compile.py
+	@$(PY) deploy/compile.py || { $(PY) deploy/compile.py --clean; \
+	  echo "make: compiling domain/ failed; quotaflow runs it from its sources" >&2; \
+	  test "$${QUOTAFLOW_REQUIRE_COMPILED:-}" != 1; }
+
+compile: domain/.compiled.json
+
+run: $(VENV)/.installed compile
 	$(VENV)/bin/quotaflow demo
 
 # The broker is owned by this recipe's shell: the EXIT trap stops it whether
 # pytest passes, fails or is interrupted, and --owner-pid makes a watchdog stop
 # it even if the shell itself is killed. An externally provided
 # QUOTAFLOW_KAFKA_BOOTSTRAP is used as is.
-test: $(VENV)/.installed
+test: $(VENV)/.installed compile
 	@set -uo pipefail; \
 	state="$$(mktemp -d)/broker.json"; \
 	trap '$(PY) -m streams.local_broker stop --state "$$state" >&2; rm -rf "$$(dirname "$$state")"' EXIT; \

@@ -70,7 +70,7 @@ _BINARY_FORMATTED: Final = frozenset({"memory", "ephemeral-storage"})
 _HUGEPAGES_PREFIX: Final = "hugepages-"
 
 
-def parse_quantity(value: str | int | float) -> Fraction:
+def parse_quantity(value: object) -> Fraction:
     """The value Kubernetes stores for a quantity written as ``value``.
 
     Strings use quantity syntax ("500m", "1.5Gi", "2e-3", "-1"); ints are

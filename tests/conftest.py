@@ -3,7 +3,11 @@ modules next to it and import the fixtures here."""
 
 import os
 
+import pytest
 from hypothesis import settings
+
+# First, before anything imports domain: streams/__init__.py chooses the engine's form.
+from streams.compiled_domain import pure_python_requested, running_compiled
 from kafka_fixtures import kafka_bootstrap, kafka_topic, kafka_topic_factory
 
 __all__ = ["kafka_bootstrap", "kafka_topic", "kafka_topic_factory"]
@@ -12,3 +16,21 @@ __all__ = ["kafka_bootstrap", "kafka_topic", "kafka_topic_factory"]
 # not on the code alone; local runs keep exploring new examples (and remember failures).
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("QUOTAFLOW_REQUIRE_COMPILED") == "1" and not (running_compiled() or pure_python_requested()):
+        pytest.exit("QUOTAFLOW_REQUIRE_COMPILED=1 but domain/ runs interpreted: the mypyc build "
+                    "(deploy/compile.py) failed or did not run", returncode=4)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that patch domain functions cannot see calls between compiled modules: where the
+    engine is compiled they run on its sources, in one run of their own
+    (tests/domain/test_compiled.py), instead of here."""
+    if not running_compiled():
+        return
+    moved = [item for item in items if item.get_closest_marker("pure_python")]
+    if moved:
+        items[:] = [item for item in items if not item.get_closest_marker("pure_python")]
+        config.hook.pytest_deselected(items=moved)

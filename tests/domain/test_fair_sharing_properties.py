@@ -183,6 +183,7 @@ FAIR_WEIGHTS = ("1", "1", "2", "3", "0.5", "0")
 CONTENDED = ops(submits=8, releases=3, finishes=1, deletes=0, min_size=40, max_size=80)
 
 
+@pytest.mark.pure_python  # watching() patches the preemptor: see tests/domain/test_compiled.py
 @PROPERTY
 @given(tree=trees(fair=True, min_quota=1, weights=FAIR_WEIGHTS, release="OnRelease"), ops_=CONTENDED)
 def test_fair_sharing_preemption_respects_the_strategy_at_every_victim(tree: Tree, ops_: list[Any]) -> None:
@@ -299,6 +300,7 @@ def flat_cohorts(draw: st.DrawFn) -> Tree:
     return Tree(("f1",), (root, *cqs), "FairSharing", "Immediate", draw(st.sampled_from(FLAT_STRATEGIES)))
 
 
+@pytest.mark.pure_python  # watching() patches the preemptor: see tests/domain/test_compiled.py
 @PROPERTY
 @given(tree=flat_cohorts(), ops_=ops(submits=8, releases=0, finishes=2, deletes=0, min_size=10, max_size=40))
 def test_a_fair_sharing_victim_cannot_preempt_its_preemptor_back(tree: Tree, ops_: list[Any]) -> None:

@@ -27,6 +27,10 @@ from domain.objects import (
 )
 from domain.preemption import never_preempts
 
+# Patches domain functions, which compiled callers would not see: runs on the sources
+# (tests/domain/test_compiled.py runs it so where the engine is compiled).
+pytestmark = pytest.mark.pure_python
+
 POLICIES = (
     {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"},
     {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},

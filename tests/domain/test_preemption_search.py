@@ -57,6 +57,10 @@ from domain.flavor_assigner import MODE_FIT
 from domain.scheduler import Scheduler, Searches
 from domain.state import ClusterQueueState, State, WorkloadState
 
+# Patches the scheduler's preemptor and searches, which compiled callers would not see: runs
+# on the sources (tests/domain/test_compiled.py runs it so where the engine is compiled).
+pytestmark = pytest.mark.pure_python
+
 Answer = list[tuple[str, str, str]]  # (victim, reason, its ClusterQueue)
 
 

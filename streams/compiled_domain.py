@@ -1,0 +1,107 @@
+"""Which form of the engine runs: domain/ compiled by mypyc (deploy/compile.py) or its sources.
+
+The build puts C extension modules next to domain/'s sources, where they shadow the .py files on
+import. Two things follow, both handled here:
+
+- A source edited after the build would silently not run. The build records every source's
+  sha256 in domain/.compiled.json; where a compiled module's source changed since,
+  `choose_engine_form` runs the sources instead (and says so on stderr) until `make` rebuilds.
+- Sometimes the interpreted engine is wanted anyway (a debugger, readable tracebacks, tests
+  that patch a domain function, which compiled callers would not see). QUOTAFLOW_PURE_PYTHON=1
+  makes every `domain.*` import load the source.
+
+streams/__init__.py calls `choose_engine_form`, so the choice holds for every quotaflow command
+and the agent's engine process; it must be made before anything imports domain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+ENV = "QUOTAFLOW_PURE_PYTHON"
+DOMAIN = Path(__file__).resolve().parent.parent / "domain"
+MANIFEST = DOMAIN / ".compiled.json"
+_EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def compiled_modules() -> list[str]:
+    """Names of the domain modules that exist as extension modules."""
+    return sorted({p.name.split(".", 1)[0] for p in DOMAIN.iterdir() if p.name.endswith(_EXTENSIONS)})
+
+
+def stale() -> list[str]:
+    """Compiled modules whose source no longer matches what was compiled."""
+    present = compiled_modules()
+    if not present:
+        return []
+    try:
+        recorded = json.loads(MANIFEST.read_text())["sources"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return present
+    out = []
+    for name in present:
+        source = DOMAIN / f"{name}.py"
+        if not source.exists() or recorded.get(name) != digest(source):
+            out.append(name)
+    return out
+
+
+def running_compiled() -> bool:
+    """Does the imported engine run compiled? (Imports domain.)"""
+    from domain import scheduler
+
+    return not (getattr(scheduler, "__file__", None) or "").endswith(".py")
+
+
+class _SourceOnly(importlib.abc.MetaPathFinder):
+    """Loads `domain` and `domain.<module>` from their .py files, never an extension module."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname == "domain":
+            return importlib.util.spec_from_file_location(
+                fullname, DOMAIN / "__init__.py", submodule_search_locations=[str(DOMAIN)])
+        if fullname.startswith("domain.") and fullname.count(".") == 1:
+            source = DOMAIN / f"{fullname[len('domain.'):]}.py"
+            if source.exists():
+                return importlib.util.spec_from_file_location(fullname, source)
+        return None
+
+
+def use_pure_python() -> None:
+    """Import domain from its sources from now on. Refuses if domain was already imported."""
+    if any(isinstance(f, _SourceOnly) for f in sys.meta_path):
+        return
+    loaded = sorted(n for n in sys.modules if n == "domain" or n.startswith("domain."))
+    if loaded:
+        raise RuntimeError(f"{ENV}: domain was imported before the switch ({', '.join(loaded[:3])})")
+    sys.meta_path.insert(0, _SourceOnly())
+
+
+def pure_python_requested() -> bool:
+    return os.environ.get(ENV, "") not in ("", "0")
+
+
+def choose_engine_form() -> None:
+    """Run domain/'s sources if asked to (QUOTAFLOW_PURE_PYTHON=1) or if the build is stale."""
+    if pure_python_requested():
+        use_pure_python()
+        return
+    names = stale()
+    if names and not any(n == "domain" or n.startswith("domain.") for n in sys.modules):
+        print(f"quotaflow: domain/ was compiled from older sources ({', '.join(names)}); running the "
+              "sources instead (slower, same decisions). `make` recompiles.", file=sys.stderr)
+        use_pure_python()
