@@ -81,6 +81,7 @@ from domain.decisions import Admitted, Decision, Deleted, Finished, Pending
 from domain.engine import Engine
 from domain.quantity import amount
 from domain.timestamps import format_time
+from streams.compiled_domain import running_compiled
 
 # -- the cluster ------------------------------------------------------------------------------
 
@@ -935,6 +936,7 @@ def environment() -> dict[str, Any]:
         "git": _git_version(),
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
+        "engine": "compiled (mypyc)" if running_compiled() else "sources",
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "gc_enabled": gc.isenabled(),
@@ -950,7 +952,7 @@ def print_report(report: dict[str, Any]) -> None:
     console.print(f"[bold]Command:[/bold] {report['command']}")
     env, gen = report["environment"], report["generator"]
     console.print(
-        f"Code {env['git']}; Python {env['python']} ({env['implementation']}, {env['machine']}, {env['cpus']} CPUs, "
+        f"Code {env['git']}, engine {env.get('engine', 'sources')}; Python {env['python']} ({env['implementation']}, {env['machine']}, {env['cpus']} CPUs, "
         f"gc {'on' if env['gc_enabled'] else 'off'}, thresholds {','.join(map(str, env['gc_threshold']))}); seed {gen['seed']}; {gen['workloads']:,} workloads, "
         f"{gen['stream_events']:,} stream events over {gen['virtual_hours']:.1f} virtual hours; "
         f"generation {gen['seconds']:.0f} s (untimed)"

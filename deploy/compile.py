@@ -29,8 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from streams.compiled_domain import DOMAIN, MANIFEST, digest, stale  # noqa: E402
 
-# The C library the compiled modules share (mypyc's group), importable from the project root.
-GROUP = "quotaflow_domain"
+# The C library the compiled modules share (mypyc's group): domain/native__mypyc*.so, inside
+# the package so that a wheel carries it with the modules.
+GROUP = "domain.native"
 
 # Kept interpreted: msgspec reads these classes' fields and annotations at run time (Structs it
 # encodes and decodes, and WorkloadSpec, which snapshots store as a dataclass); mypyc's native
@@ -43,8 +44,7 @@ def modules() -> list[Path]:
 
 
 def _artifacts() -> list[Path]:
-    own = [p for p in DOMAIN.iterdir() if p.suffix in (".so", ".pyd")]
-    return sorted(own) + sorted(ROOT.glob(f"{GROUP}__mypyc*"))
+    return sorted(p for p in DOMAIN.iterdir() if p.suffix in (".so", ".pyd"))
 
 
 def clean() -> None:

@@ -38,8 +38,10 @@ def digest(path: Path) -> str:
 
 
 def compiled_modules() -> list[str]:
-    """Names of the domain modules that exist as extension modules."""
-    return sorted({p.name.split(".", 1)[0] for p in DOMAIN.iterdir() if p.name.endswith(_EXTENSIONS)})
+    """Names of the domain modules that exist as extension modules (not mypyc's shared library,
+    domain/native__mypyc, which has no source of its own)."""
+    names = {p.name.split(".", 1)[0] for p in DOMAIN.iterdir() if p.name.endswith(_EXTENSIONS)}
+    return sorted(n for n in names if not n.endswith("__mypyc"))
 
 
 def stale() -> list[str]:
