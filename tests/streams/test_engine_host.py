@@ -107,12 +107,14 @@ async def test_a_dead_engine_process_fails_what_was_handed_to_it_and_everything_
 def test_an_engine_that_raises_is_reported_with_its_offset_and_becomes_engine_failure() -> None:
     child = Child()
 
-    def broken(event: object, offset: int) -> list[object]:
-        if offset == 3:
-            raise ZeroDivisionError("a bug")
-        return []
+    # A subclass, not a patched method: the compiled Engine's attributes are read-only.
+    class Broken(Engine):
+        def apply(self, event: object, offset: int) -> list[object]:  # type: ignore[override]
+            if offset == 3:
+                raise ZeroDivisionError("a bug")
+            return []
 
-    child.engine.apply = broken  # type: ignore[method-assign,assignment]
+    child.engine = Broken()
     reply = child.handle(wire.Apply([1, 2, 3, 4], [b"{}"] * 4, snapshot=False))
     assert isinstance(reply, wire.Failed) and reply.kind == "engine" and reply.offset == 3
     decoded = wire.reply_decoder.decode(wire.reply_encoder.encode(reply))
