@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from streams.compiled_domain import DOMAIN, MANIFEST, digest, stale  # noqa: E402
+from streams.compiled_domain import DOMAIN, MANIFEST, digest, extension_files, stale  # noqa: E402
 
 # The C library the compiled modules share (mypyc's group): domain/native__mypyc*.so, inside
 # the package so that a wheel carries it with the modules.
@@ -43,12 +43,8 @@ def modules() -> list[Path]:
     return sorted(p for p in DOMAIN.glob("*.py") if p.stem not in INTERPRETED)
 
 
-def _artifacts() -> list[Path]:
-    return sorted(p for p in DOMAIN.iterdir() if p.suffix in (".so", ".pyd"))
-
-
 def clean() -> None:
-    for path in _artifacts():
+    for path in extension_files():
         path.unlink()
     MANIFEST.unlink(missing_ok=True)
 
