@@ -27,7 +27,7 @@ def gen() -> eb.Generated:
 
 @pytest.fixture(scope="module")
 def variants(gen: eb.Generated) -> tuple[dict[str, eb.Variant], dict[str, object]]:
-    return eb.build_variants(gen, ("base", "cq10", "backlog1"), WINDOW)
+    return eb.build_variants(gen, ("base", "cq10-same", "cq10", "backlog1"), WINDOW)
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +128,27 @@ def test_cq10_is_ten_independent_copies_of_the_window(
         if b.startswith(b'{"type":"WorkloadSubmitted"')
     )
     assert len(cqs) == eb.CQ_SCALE * eb.CQS_PER_COHORT
+
+
+def test_cq10_same_is_the_base_stream_among_untouched_clusterqueues_that_hold_state(
+    variants: tuple[dict[str, eb.Variant], dict[str, object]], base_run: eb.Run
+) -> None:
+    vs, _ = variants
+    v, base = vs["cq10-same"], vs["base"]
+    assert v.stream == base.stream
+    assert v.cqs == eb.CQ_SCALE * base.cqs
+    state = [msgspec.json.decode(b) for b in v.prelude if isinstance(b, bytes)]
+    assert state and all(e["type"] in ("WorkloadSubmitted", "WorkloadFinished") for e in state)
+    base_namespaces = {eb.namespace(c, q) for c in range(base.cohorts) for q in range(eb.CQS_PER_COHORT)}
+    touched = {e["workload"]["metadata"]["namespace"] if "workload" in e else e["namespace"] for e in state}
+    assert touched.isdisjoint(base_namespaces)  # the stream's ClusterQueues start as empty as in base
+    assert len(touched) == (eb.CQ_SCALE - 1) * base.cqs  # every other ClusterQueue holds something
+    assert max(e["time"] for e in state) < min(msgspec.json.decode(b)["time"] for b in base.stream)
+    run = eb.run_once(v, "bytes", WORKLOADS)
+    assert run.summary["decisions"] == base_run.summary["decisions"]
+    assert run.summary["all_admitted_and_finished"] is True
+    # the other queues still hold workloads (admitted or waiting) while the stream runs
+    assert sum(e["type"] == "WorkloadSubmitted" for e in state) > sum(e["type"] == "WorkloadFinished" for e in state)
 
 
 def test_report_checks_and_goals_are_computed(
