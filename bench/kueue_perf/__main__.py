@@ -122,12 +122,15 @@ def main(argv: list[str] | None = None) -> None:
                 began = time.perf_counter()
                 r = asyncio.run(realtime.run(scenario, bootstrap, time_scale=args.time_scale, batch=batch, max_wall_s=args.max_wall))
             agent_cpu = f"{r.agent_cpu_s:.1f} s" if r.agent_cpu_s is not None else "?"
+            if r.engine_cpu_s is not None:
+                agent_cpu += f" + engine process {r.engine_cpu_s:.1f} s"
             scale = "" if args.time_scale == 1 else f" at time scale {args.time_scale}"
             extra = (f"agent {agent_cpu} CPU, runner {r.cpu_s:.1f} s CPU, {r.events:,} input events; "
                      f"append→decision p50 {r.lag_ms['p50']:.0f} / p99 {r.lag_ms['p99']:.0f} / max {r.lag_ms['max']:.0f} ms")
             summaries["real"] = r.summary
             print(_row(f"quotaflow, real time on Kafka{scale}", r.summary, extra + (" TIMED OUT" if r.timed_out else "")), flush=True)
-            runs["real"] = {**r.summary.to_json(), "runnerCpuS": r.cpu_s, "agentCpuS": r.agent_cpu_s, "events": r.events,
+            runs["real"] = {**r.summary.to_json(), "runnerCpuS": r.cpu_s, "agentCpuS": r.agent_cpu_s,
+                            "engineProcessCpuS": r.engine_cpu_s, "events": r.events,
                             "realS": r.wall_s, "lagMs": r.lag_ms, "timedOut": r.timed_out,
                             "totalS": time.perf_counter() - began}
         print()

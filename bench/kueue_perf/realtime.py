@@ -42,11 +42,12 @@ READY = b"kueue-perf: setup published (not JSON: decides Rejected)"
 class RealRun:
     summary: Summary
     cpu_s: float  # this process: generator, executor, recorder, Kafka clients
-    agent_cpu_s: float | None  # the agent process (user + system), when it could be read
+    agent_cpu_s: float | None  # the agent process (user + system) during the run, when it could be read
     wall_s: float  # from the first arrival's schedule start to the end, real seconds
     events: int  # input events appended (a Batch counts once)
     lag_ms: dict[str, float] = field(default_factory=dict)  # append -> decision read, scenario ms
     timed_out: bool = False
+    engine_cpu_s: float | None = None  # the agent's engine process (its children) during the run
 
 
 def _proc_cpu_s(pid: int) -> float | None:
@@ -55,6 +56,24 @@ def _proc_cpu_s(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _children_cpu_s(pid: int) -> float | None:
+    """CPU of the live child processes of pid (the agent's engine process), user + system."""
+    total, found = 0.0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found = True
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total if found else None
+
+
+def _since(start: float | None, end: float | None) -> float | None:
+    return None if start is None or end is None else end - start
 
 
 def _rfc3339_now() -> str:
@@ -172,13 +191,14 @@ async def run(scenario: Scenario, bootstrap: str, *, time_scale: float = 1.0, ba
     log_path = agent_log or Path(tempfile.gettempdir()) / f"quotaflow-kueue-perf-{topics.input}.log"
     agent = AgentProcess(f"kafka://{bootstrap}", topics, log_path, "--log-level", "warning")
     state = _Run(scenario, log, topics, time_scale, batch)
-    agent_cpu = None
+    agent_cpu = engine_cpu = None
     try:
         setup = [event_message(e, source=SOURCE) for e in scenario.setup]
         offsets = await log.append(topics.input, [*setup, Message(READY)])
         state.ready_offset = offsets[-1]
         await state.wait_ready(180)
         cpu0 = time.process_time()
+        agent0, engine0 = _proc_cpu_s(agent.proc.pid), _children_cpu_s(agent.proc.pid)
         state.t0 = time.perf_counter()
         state.t0_epoch_ms = time.time() * 1000.0
         state.recorder = Recorder(scenario)
@@ -204,11 +224,12 @@ async def run(scenario: Scenario, bootstrap: str, *, time_scale: float = 1.0, ba
             await asyncio.gather(*tasks, return_exceptions=True)
         wall_s = time.perf_counter() - state.t0
         cpu_s = time.process_time() - cpu0
-        agent_cpu = _proc_cpu_s(agent.proc.pid)
+        agent_cpu = _since(agent0, _proc_cpu_s(agent.proc.pid))
+        engine_cpu = _since(engine0, _children_cpu_s(agent.proc.pid))
     finally:
         agent.stop()
         await log.close()
     lags = sorted(state.lags)
     lag = {"p50": percentile(lags, 50), "p99": percentile(lags, 99), "max": lags[-1] if lags else float("nan")}
-    return RealRun(state.recorder.summary(), cpu_s, agent_cpu, wall_s, state.appended, lag, timed_out)
+    return RealRun(state.recorder.summary(), cpu_s, agent_cpu, wall_s, state.appended, lag, timed_out, engine_cpu)
 
