@@ -61,10 +61,12 @@ from domain.topology import (
     would_cycle,
     yunikorn_max_violations,
 )
+from domain.typed_events import Batch as TypedBatch
 from domain.typed_events import Deleted as TypedDeleted
 from domain.typed_events import Finished as TypedFinished
 from domain.typed_events import NotTyped
 from domain.typed_events import Submitted as TypedSubmitted
+from domain.typed_events import TypedEvent
 from domain.typed_events import decode as decode_typed
 from domain.typed_events import workload_ref as typed_ref
 from domain.typed_events import workload_spec as typed_spec
@@ -134,20 +136,70 @@ class Engine:
         ev = decode_typed(event)
         if ev is None:
             return None
+        if type(ev) is TypedBatch:
+            return self._apply_typed_batch(ev, seq, out, submitted)
+        return self._apply_typed_event(ev, seq, out, submitted, None)
+
+    def _apply_typed_batch(self, batch: TypedBatch, seq: int, out: Emitter, submitted: list[str]) -> bool | None:
+        """`_dispatch` of a Batch, its inner events each typed where they can be and handed to
+        the general path where not, in order. Nothing that could reject the Batch itself is
+        left once it starts (decoding it typed checked the envelope's field types)."""
+        state = self.state
+        event_id = batch.id
+        if event_id is not None and event_id in state.seen_ids:
+            return False
+        if batch.events is None:
+            return None
+        batch_time: int | None = None
+        if batch.time is not None:
+            try:
+                batch_time = parse_time(batch.time)
+            except TimestampError:
+                return None
+            if batch_time > state.clock:
+                state.clock = batch_time
+        if event_id is not None:
+            state.seen_ids.add(event_id)
+        self._event_time = batch_time
+        for i, inner in enumerate(batch.events):
+            self._event_time = batch_time  # inner events inherit the Batch's time
+            ev = decode_typed(inner)
+            if ev is not None and type(ev) is not TypedBatch:
+                if self._apply_typed_event(ev, seq + i, out, submitted, batch_time) is not None:
+                    continue
+                self._event_time = batch_time
+            raw = _json.decode(inner)  # valid JSON: an element of the array just decoded
+            if not isinstance(raw, Mapping):
+                out.emit(
+                    Rejected,
+                    reason=reasons.MALFORMED_EVENT,
+                    message=f"events[{i}]: expected an event object, got {type_name(raw)}",
+                )
+                continue
+            self._dispatch(raw, seq + i, out, submitted, top_level=False)
+        return True
+
+    def _apply_typed_event(
+        self, ev: TypedEvent, seq: int, out: Emitter, submitted: list[str], inherited: int | None
+    ) -> bool | None:
+        """One submission, finish or deletion, typed; `inherited` is the time of the Batch it is
+        in (None at top level), which it keeps unless it has a time of its own."""
         state = self.state
         event_id = ev.id
         if event_id is not None and event_id in state.seen_ids:
             return False  # a producer's retry: already applied, no new outcome
-        event_time: int | None = None
+        event_time = inherited
         try:
             if ev.time is not None:
                 event_time = parse_time(ev.time)
             if isinstance(ev, TypedSubmitted):
                 spec: WorkloadSpec | None = typed_spec(ev.workload)
                 key = ""
-            else:
+            elif isinstance(ev, (TypedFinished, TypedDeleted)):
                 spec = None
                 key = typed_ref(ev.namespace, ev.name)
+            else:
+                return None
         except (NotTyped, TimestampError):
             return None
         self._event_time = event_time

@@ -6,6 +6,10 @@ lead to; here msgspec decodes them straight into Structs with Kueue's field name
 submission's pod sets stay raw JSON bytes that key a memo of their parse (job templates
 repeat), so a pod template is neither built as dicts nor parsed again.
 
+A `Batch` is read the same way: its envelope typed with the inner events left as raw JSON,
+and each inner event then typed on its own (agents and producers batch busy streams, so most
+submissions arrive inside one).
+
 The fast path only ever accepts: anything it does not fully understand — another event type,
 a field of an unexpected type, a value the general parser would refuse — makes `decode` return
 None (or `workload_spec` raise `NotTyped`), and the engine takes its general path over the same
@@ -79,12 +83,21 @@ class Deleted(_ByName, tag_field="type", tag="WorkloadDeleted"):
     pass
 
 
-TypedEvent = Submitted | Finished | Deleted
+class Batch(msgspec.Struct, tag_field="type", tag="Batch"):
+    """A Batch whose inner events stay raw JSON: each is then read like a top-level event,
+    typed where it can be and by the general path where not."""
+
+    id: str | None = None
+    time: str | None = None
+    events: list[msgspec.Raw] | None = None  # None: absent (the general path decides)
+
+
+TypedEvent = Submitted | Finished | Deleted | Batch
 
 _decoder: msgspec.json.Decoder[TypedEvent] = msgspec.json.Decoder(TypedEvent)
 
 
-def decode(event: bytes) -> TypedEvent | None:
+def decode(event: bytes | msgspec.Raw) -> TypedEvent | None:
     """The event as a typed Struct, or None when the general path must read it."""
     try:
         return _decoder.decode(event)
@@ -163,4 +176,4 @@ def workload_spec(wl: _Workload | None) -> WorkloadSpec:
     )
 
 
-__all__ = ["Deleted", "Finished", "NotTyped", "Submitted", "TypedEvent", "decode", "workload_ref", "workload_spec"]
+__all__ = ["Batch", "Deleted", "Finished", "NotTyped", "Submitted", "TypedEvent", "decode", "workload_ref", "workload_spec"]

@@ -219,3 +219,86 @@ def test_mutated_submissions_decide_as_the_general_path(mutations: list[tuple[tu
             target = target[key]
         target[path[-1]] = value
     assert_same(with_event(submitted(wl), PREFIX))
+
+
+# -- Batch: its envelope typed, each inner event typed where it can be -------------------------
+
+
+def batch(events: list[bytes], **extra: Any) -> bytes:
+    fields = b"".join(b"," + json.dumps(k).encode() + b":" + json.dumps(v).encode() for k, v in extra.items())
+    return b'{"type":"Batch","events":[' + b",".join(events) + b"]" + fields + b"}"
+
+
+def _is_json(event: bytes) -> bool:
+    try:
+        json.loads(event)
+    except ValueError:
+        return False
+    return True
+
+
+# Every edge case that can stand inside a Batch (a JSON value), in one Batch and one by one.
+INNER_CASES = [e for e in EDGE_CASES if _is_json(e)]
+TIME = "2025-01-01T00:00:00Z"
+
+
+def test_a_batch_of_workload_events_takes_the_typed_path() -> None:
+    ev = typed_events.decode(batch([submitted(workload()), json.dumps(FOLLOW_UP[1]).encode()], id="b-1"))
+    assert isinstance(ev, typed_events.Batch) and ev.events is not None and len(ev.events) == 2
+    assert isinstance(typed_events.decode(ev.events[0]), typed_events.Submitted)
+
+
+BATCH_CASES: list[bytes] = [
+    batch(INNER_CASES),
+    batch(INNER_CASES, id="b-1", time=TIME),
+    batch(list(reversed(INNER_CASES)), time="2025-01-01T00:00:00+02:00"),
+    *(batch([e], time=TIME) for e in INNER_CASES),
+    batch([]),
+    batch([], id="setup-dup"),
+    batch([submitted(workload())], id="setup-dup"),
+    batch([submitted(workload())], id=5),
+    batch([submitted(workload())], time="not a time"),
+    batch([submitted(workload())], time=5),
+    batch([submitted(workload())], time=None, id=None),
+    b'{"type":"Batch"}',
+    b'{"type":"Batch","events":null}',
+    b'{"type":"Batch","events":{}}',
+    b'{"type":"Batch","events":"x"}',
+    b'{"events":[' + submitted(workload()) + b'],"type":"Batch"}',
+    b'{"type":"Batch","events":[],"events":[' + submitted(workload()) + b"]}",
+    batch([b"3", b'"x"', b"null", b"[]", b"{}", submitted(workload())]),
+    batch([batch([submitted(workload())]), submitted(workload("inner"))]),
+    # ids within the Batch: repeated, equal to the Batch's own, seen before it
+    batch([submitted(workload("a"), id="i-1"), submitted(workload("b"), id="i-1")], id="b-2"),
+    batch([submitted(workload("a"), id="b-3")], id="b-3"),
+    batch([submitted(workload("a"), id="setup-dup")]),
+    # inner times: own, inherited, earlier than the Batch's, malformed
+    batch([submitted(workload("a"), time="2025-01-02T00:00:00Z"), submitted(workload("b"))], time=TIME),
+    batch([submitted(workload("a"), time="2024-01-01T00:00:00Z"), submitted(workload("b"))], time=TIME),
+    batch([submitted(workload("a"), time="bad"), submitted(workload("b"))], time=TIME),
+    # the general path's events among typed ones, in order
+    batch([
+        json.dumps({"type": "ConfigApplied", "object": {"kind": "LocalQueue", "metadata": {"namespace": "ns2", "name": "lq"},
+                                                        "spec": {"clusterQueue": "cq"}}}).encode(),
+        submitted({**workload("in-ns2"), "metadata": {"namespace": "ns2", "name": "in-ns2"}}),
+        json.dumps({"type": "WorkloadFinished", "namespace": "ns", "name": "w"}).encode(),
+        json.dumps({"type": "WorkloadReleased", "namespace": "ns", "name": "w"}).encode(),
+        json.dumps({"type": "NoSuchEvent"}).encode(),
+        submitted(workload("w")),
+    ], time=TIME),
+]
+
+
+def test_batches_decide_as_the_general_path() -> None:
+    for event in BATCH_CASES:
+        assert_same(with_event(event, PREFIX))
+        assert_same(with_event(event))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(INNER_CASES), max_size=6),
+    st.sampled_from([{}, {"id": "b-x"}, {"id": "setup-dup"}, {"time": TIME}, {"time": "bad"}, {"id": 1}]),
+)
+def test_random_batches_decide_as_the_general_path(inner: list[bytes], extra: dict[str, Any]) -> None:
+    assert_same(with_event(batch(inner, **extra), PREFIX))
