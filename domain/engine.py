@@ -168,15 +168,8 @@ class Engine:
                 if self._apply_typed_event(ev, seq + i, out, submitted, batch_time) is not None:
                     continue
                 self._event_time = batch_time
-            raw = _json.decode(inner)  # valid JSON: an element of the array just decoded
-            if not isinstance(raw, Mapping):
-                out.emit(
-                    Rejected,
-                    reason=reasons.MALFORMED_EVENT,
-                    message=f"events[{i}]: expected an event object, got {type_name(raw)}",
-                )
-                continue
-            self._dispatch(raw, seq + i, out, submitted, top_level=False)
+            # valid JSON: an element of the array just decoded
+            self._dispatch_inner(_json.decode(inner), i, seq, out, submitted)
         return True
 
     def _apply_typed_event(
@@ -280,14 +273,7 @@ class Engine:
                 batch_time = self._event_time
                 for i, inner in enumerate(events):
                     self._event_time = batch_time
-                    if not isinstance(inner, Mapping):
-                        out.emit(
-                            Rejected,
-                            reason=reasons.MALFORMED_EVENT,
-                            message=f"events[{i}]: expected an event object, got {type_name(inner)}",
-                        )
-                        continue
-                    self._dispatch(inner, seq + i, out, submitted, top_level=False)
+                    self._dispatch_inner(inner, i, seq, out, submitted)
                 return True
             handler = _HANDLERS.get(etype) if isinstance(etype, str) else None
             if handler is None:
@@ -303,6 +289,17 @@ class Engine:
             label = etype if isinstance(etype, str) else "event"
             out.emit(Rejected, _rejected_workload(raw), reason=exc.reason, message=f"{label}: {exc.message}")
             return False
+
+    def _dispatch_inner(self, inner: object, i: int, seq: int, out: Emitter, submitted: list[str]) -> None:
+        """The i-th event of a Batch, by the general path."""
+        if not isinstance(inner, Mapping):
+            out.emit(
+                Rejected,
+                reason=reasons.MALFORMED_EVENT,
+                message=f"events[{i}]: expected an event object, got {type_name(inner)}",
+            )
+            return
+        self._dispatch(inner, seq + i, out, submitted, top_level=False)
 
     def _settle(self, out: Emitter, submitted: list[str]) -> None:
         """Every submission gets an outcome, even one the cycle did not reach."""
