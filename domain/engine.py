@@ -65,6 +65,7 @@ from domain.typed_events import Batch as TypedBatch
 from domain.typed_events import Deleted as TypedDeleted
 from domain.typed_events import Finished as TypedFinished
 from domain.typed_events import NotTyped
+from domain.typed_events import Released as TypedReleased
 from domain.typed_events import Submitted as TypedSubmitted
 from domain.typed_events import TypedEvent
 from domain.typed_events import decode as decode_typed
@@ -175,7 +176,7 @@ class Engine:
     def _apply_typed_event(
         self, ev: TypedEvent, seq: int, out: Emitter, submitted: list[str], inherited: int | None
     ) -> bool | None:
-        """One submission, finish or deletion, typed; `inherited` is the time of the Batch it is
+        """One submission, finish, deletion or release, typed; `inherited` is the time of the Batch it is
         in (None at top level), which it keeps unless it has a time of its own."""
         state = self.state
         event_id = ev.id
@@ -188,7 +189,7 @@ class Engine:
             if isinstance(ev, TypedSubmitted):
                 spec: WorkloadSpec | None = typed_spec(ev.workload)
                 key = ""
-            elif isinstance(ev, (TypedFinished, TypedDeleted)):
+            elif isinstance(ev, (TypedFinished, TypedDeleted, TypedReleased)):
                 spec = None
                 key = typed_ref(ev.namespace, ev.name)
             else:
@@ -203,8 +204,10 @@ class Engine:
                 self._submit(spec, seq, out, submitted)
             elif type(ev) is TypedFinished:
                 self._finish(key, out)
-            else:
+            elif type(ev) is TypedDeleted:
                 self._delete(key, out)
+            else:
+                self._release(key, out)
         except InvalidInput:
             return None  # refused before any change: the general path says why
         if event_id is not None:
@@ -714,7 +717,10 @@ class Engine:
                 state.by_priority_class.setdefault(new.priority_class, {})[ws.key] = None
 
     def _workload_released(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
-        key, ws = self._lookup(raw)
+        self._release(self._lookup(raw)[0], out)
+
+    def _release(self, key: str, out: Emitter) -> None:
+        ws = self.state.workloads.get(key)
         if ws is None:
             raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} not found")
         if not ws.evicted:

@@ -1,6 +1,8 @@
-"""A typed fast path for the events of a busy log: submissions, finishes and deletions as bytes.
+"""A typed fast path for the events of a busy log: submissions, finishes, deletions and releases
+as bytes.
 
-Most input events are `WorkloadSubmitted`, `WorkloadFinished` and `WorkloadDeleted`. Decoding
+Most input events are `WorkloadSubmitted`, `WorkloadFinished`, `WorkloadDeleted` and (where
+workloads are preempted) `WorkloadReleased`. Decoding
 them into plain dicts and then walking those with `Fields` cost more than the decisions they
 lead to; here msgspec decodes them straight into Structs with Kueue's field names, and a
 submission's pod sets stay raw JSON bytes that key a memo of their parse (job templates
@@ -83,6 +85,10 @@ class Deleted(_ByName, tag_field="type", tag="WorkloadDeleted"):
     pass
 
 
+class Released(_ByName, tag_field="type", tag="WorkloadReleased"):
+    pass
+
+
 class Batch(msgspec.Struct, tag_field="type", tag="Batch"):
     """A Batch whose inner events stay raw JSON: each is then read like a top-level event,
     typed where it can be and by the general path where not."""
@@ -92,7 +98,7 @@ class Batch(msgspec.Struct, tag_field="type", tag="Batch"):
     events: list[msgspec.Raw] | None = None  # None: absent (the general path decides)
 
 
-TypedEvent = Submitted | Finished | Deleted | Batch
+TypedEvent = Submitted | Finished | Deleted | Released | Batch
 
 _decoder: msgspec.json.Decoder[TypedEvent] = msgspec.json.Decoder(TypedEvent)
 
@@ -176,4 +182,4 @@ def workload_spec(wl: _Workload | None) -> WorkloadSpec:
     )
 
 
-__all__ = ["Batch", "Deleted", "Finished", "NotTyped", "Submitted", "TypedEvent", "decode", "workload_ref", "workload_spec"]
+__all__ = ["Batch", "Deleted", "Finished", "NotTyped", "Released", "Submitted", "TypedEvent", "decode", "workload_ref", "workload_spec"]

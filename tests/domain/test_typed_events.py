@@ -169,6 +169,13 @@ EDGE_CASES: list[bytes] = [
     json.dumps({"type": "WorkloadDeleted", "namespace": "ns", "name": "w"}).encode(),
     json.dumps({"type": "WorkloadDeleted", "namespace": "ns", "name": "nobody"}).encode(),
     json.dumps({"type": "WorkloadDeleted", "namespace": "ns", "name": "w", "id": "d-1"}).encode(),
+    json.dumps({"type": "WorkloadReleased", "namespace": "ns", "name": "w"}).encode(),
+    json.dumps({"type": "WorkloadReleased", "namespace": "ns", "name": "w", "id": "r-1", "time": "2025-01-01T00:00:01Z"}).encode(),
+    json.dumps({"type": "WorkloadReleased", "namespace": "ns", "name": "nobody"}).encode(),
+    json.dumps({"type": "WorkloadReleased", "name": "w"}).encode(),
+    json.dumps({"type": "WorkloadReleased", "namespace": "ns"}).encode(),
+    json.dumps({"type": "WorkloadReleased", "namespace": "ns", "name": ["w"]}).encode(),
+    json.dumps({"type": "WorkloadReleased", "namespace": "ns", "name": "w", "id": "setup-dup"}).encode(),
     b'{"type":"WorkloadFinished","namespace":"ns","name":"w"',
     b'\xff\xfe',
     b"[]",
@@ -183,10 +190,26 @@ PREFIX: list[dict[str, Any]] = [
 ]
 
 
+# The same, with w evicted and holding its quota until released: the ClusterQueue drains.
+EVICTED: list[dict[str, Any]] = [
+    *PREFIX,
+    {**SETUP[2], "object": {**SETUP[2]["object"], "spec": {**SETUP[2]["object"]["spec"], "stopPolicy": "HoldAndDrain"}}},
+]
+
+
 def test_edge_cases_decide_as_the_general_path() -> None:
     for event in EDGE_CASES:
         assert_same(with_event(event, PREFIX))
+        assert_same(with_event(event, EVICTED))
         assert_same(with_event(event))
+
+
+def test_a_release_of_an_evicted_workload_takes_the_typed_path_and_releases_it() -> None:
+    release = json.dumps({"type": "WorkloadReleased", "namespace": "ns", "name": "w"}).encode()
+    assert isinstance(typed_events.decode(release), typed_events.Released)
+    decided, _ = run(with_event(release, EVICTED), as_bytes=True)
+    outcome = decided[len(SETUP) + len(EVICTED)]
+    assert any(b'"QuotaReleased"' in d and b'"ns/w"' in d for d in outcome)
 
 
 def test_edge_cases_include_both_paths_outcomes() -> None:
@@ -292,6 +315,7 @@ BATCH_CASES: list[bytes] = [
 def test_batches_decide_as_the_general_path() -> None:
     for event in BATCH_CASES:
         assert_same(with_event(event, PREFIX))
+        assert_same(with_event(event, EVICTED))
         assert_same(with_event(event))
 
 
