@@ -65,9 +65,8 @@ from domain.typed_events import Batch as TypedBatch
 from domain.typed_events import Deleted as TypedDeleted
 from domain.typed_events import Finished as TypedFinished
 from domain.typed_events import NotTyped
-from domain.typed_events import Released as TypedReleased
 from domain.typed_events import Submitted as TypedSubmitted
-from domain.typed_events import TypedEvent
+from domain.typed_events import WorkloadEvent
 from domain.typed_events import decode as decode_typed
 from domain.typed_events import workload_ref as typed_ref
 from domain.typed_events import workload_spec as typed_spec
@@ -137,7 +136,7 @@ class Engine:
         ev = decode_typed(event)
         if ev is None:
             return None
-        if type(ev) is TypedBatch:
+        if isinstance(ev, TypedBatch):
             return self._apply_typed_batch(ev, seq, out, submitted)
         return self._apply_typed_event(ev, seq, out, submitted, None)
 
@@ -161,23 +160,22 @@ class Engine:
                 state.clock = batch_time
         if event_id is not None:
             state.seen_ids.add(event_id)
-        self._event_time = batch_time
         for i, inner in enumerate(batch.events):
-            self._event_time = batch_time  # inner events inherit the Batch's time
             ev = decode_typed(inner)
-            if ev is not None and type(ev) is not TypedBatch:
+            # A typed event sets the time it is applied at itself (its own, or the Batch's).
+            if ev is not None and not isinstance(ev, TypedBatch):
                 if self._apply_typed_event(ev, seq + i, out, submitted, batch_time) is not None:
                     continue
-                self._event_time = batch_time
+            self._event_time = batch_time  # inner events inherit the Batch's time
             # valid JSON: an element of the array just decoded
             self._dispatch_inner(_json.decode(inner), i, seq, out, submitted)
         return True
 
     def _apply_typed_event(
-        self, ev: TypedEvent, seq: int, out: Emitter, submitted: list[str], inherited: int | None
+        self, ev: WorkloadEvent, seq: int, out: Emitter, submitted: list[str], inherited: int | None
     ) -> bool | None:
-        """One submission, finish, deletion or release, typed; `inherited` is the time of the Batch it is
-        in (None at top level), which it keeps unless it has a time of its own."""
+        """One submission, finish, deletion or release, typed; `inherited` is the time of the
+        Batch it is in (None at top level), which it keeps unless it has a time of its own."""
         state = self.state
         event_id = ev.id
         if event_id is not None and event_id in state.seen_ids:
@@ -189,11 +187,9 @@ class Engine:
             if isinstance(ev, TypedSubmitted):
                 spec: WorkloadSpec | None = typed_spec(ev.workload)
                 key = ""
-            elif isinstance(ev, (TypedFinished, TypedDeleted, TypedReleased)):
+            else:
                 spec = None
                 key = typed_ref(ev.namespace, ev.name)
-            else:
-                return None
         except (NotTyped, TimestampError):
             return None
         self._event_time = event_time

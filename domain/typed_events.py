@@ -2,9 +2,9 @@
 as bytes.
 
 Most input events are `WorkloadSubmitted`, `WorkloadFinished`, `WorkloadDeleted` and (where
-workloads are preempted) `WorkloadReleased`. Decoding
-them into plain dicts and then walking those with `Fields` cost more than the decisions they
-lead to; here msgspec decodes them straight into Structs with Kueue's field names, and a
+workloads are preempted) `WorkloadReleased`. Decoding them into plain dicts and then walking
+those with `Fields` cost more than the decisions they lead to; here msgspec decodes them
+straight into Structs with Kueue's field names, and a
 submission's pod sets stay raw JSON bytes that key a memo of their parse (job templates
 repeat), so a pod template is neither built as dicts nor parsed again.
 
@@ -98,7 +98,8 @@ class Batch(msgspec.Struct, tag_field="type", tag="Batch"):
     events: list[msgspec.Raw] | None = None  # None: absent (the general path decides)
 
 
-TypedEvent = Submitted | Finished | Deleted | Released | Batch
+WorkloadEvent = Submitted | Finished | Deleted | Released
+TypedEvent = WorkloadEvent | Batch
 
 _decoder: msgspec.json.Decoder[TypedEvent] = msgspec.json.Decoder(TypedEvent)
 
@@ -182,4 +183,4 @@ def workload_spec(wl: _Workload | None) -> WorkloadSpec:
     )
 
 
-__all__ = ["Batch", "Deleted", "Finished", "NotTyped", "Released", "Submitted", "TypedEvent", "decode", "workload_ref", "workload_spec"]
+__all__ = ["Batch", "Deleted", "Finished", "NotTyped", "Released", "Submitted", "TypedEvent", "WorkloadEvent", "decode", "workload_ref", "workload_spec"]
