@@ -50,26 +50,24 @@ class RealRun:
     engine_cpu_s: float | None = None  # the agent's engine process (its children) during the run
 
 
-def _proc_cpu_s(pid: int) -> float | None:
+def _stat(path: Path) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds user + system) of the process whose /proc stat file this is."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        fields = path.read_text().rsplit(")", 1)[1].split()
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
 
 
+def _proc_cpu_s(pid: int) -> float | None:
+    stat = _stat(Path(f"/proc/{pid}/stat"))
+    return None if stat is None else stat[1]
+
+
 def _children_cpu_s(pid: int) -> float | None:
     """CPU of the live child processes of pid (the agent's engine process), user + system."""
-    total, found = 0.0, False
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found = True
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total if found else None
+    children = [cpu for ppid, cpu in filter(None, map(_stat, Path("/proc").glob("[0-9]*/stat"))) if ppid == pid]
+    return sum(children) if children else None
 
 
 def _since(start: float | None, end: float | None) -> float | None:
