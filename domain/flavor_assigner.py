@@ -195,7 +195,8 @@ class FlavorAssigner:
         fungibility = self.cq.flavor_fungibility
         for i, ps in enumerate(wl.pod_sets):
             count = ps.count if counts is None else counts[i]
-            requests = ps.totals(count)
+            # The pod set's requests times count (a fresh dict: "pods" may be added to it).
+            requests = dict(ps.per_pod) if count == 1 else {res: q * count for res, q in ps.per_pod}
             if tracks_pods:
                 requests["pods"] = count
             psr = PodSetResult(ps.name, count, requests)

@@ -6,7 +6,9 @@ BestEffortFIFO parks a head that cannot be admitted and moves on. Kueue parks wo
 one and, with scheduling-equivalence hashing, parks every workload with the same shape at once;
 here pending workloads are grouped into equivalence classes (namespace, priority, pod-set shape)
 from the start, so parking, and unparking on a cohort change, cost one step per class instead of
-one per workload. That is what keeps an event's cost independent of the pending backlog.
+one per workload. That is what keeps an event's cost independent of the pending backlog. A
+queue names each class it holds by a small int (`ids`): the class itself is a nested tuple,
+which Python hashes anew at every dict lookup, and classes are looked up on every head tried.
 
 StrictFIFO does not park: a head that cannot be admitted blocks the queue until something that
 could change the answer happens (`requeue_all`). The one exception, as in Kueue, is a head whose
@@ -30,7 +32,7 @@ Status = tuple[str, str]  # (reason, message)
 class PendingQueue:
     __slots__ = (
         "strict", "members", "classes", "class_of", "ready", "parked", "blocker",
-        "generic", "waiting_for", "thresholds", "serial",
+        "generic", "waiting_for", "thresholds", "serial", "ids", "named", "next_id",
     )
 
     def __init__(self, strict: bool) -> None:
@@ -39,13 +41,17 @@ class PendingQueue:
         # it (its heads come from `ready`): keys() merges the classes when asked, which only
         # configuration changes and views do, so no submission or admission pays for it.
         self.members: Any = SortedList()
-        self.classes: dict[Hashable, Any] = {}  # class -> SortedList[OrderKey]
-        self.class_of: dict[str, Hashable] = {}  # workload key -> class
+        self.classes: dict[int, Members] = {}  # class id -> its members
+        self.class_of: dict[str, int] = {}  # workload key -> class id
+        # class -> its id while it has members here, and back; ids are never reused.
+        self.ids: dict[Hashable, int] = {}
+        self.named: dict[int, Hashable] = {}
+        self.next_id = 0
         # (head OrderKey, class) of classes worth trying, sorted. A plain list kept with bisect:
         # it holds one entry per class (not per workload), and is read and changed for every
         # head tried, where SortedList's Python-level methods cost more than the list's C ones.
-        self.ready: list[tuple[OrderKey, Hashable]] = []
-        self.parked: dict[Hashable, Status] = {}  # class -> why its head failed
+        self.ready: list[tuple[OrderKey, int]] = []
+        self.parked: dict[int, Status] = {}  # class -> why its head failed
         # StrictFIFO: the head that failed and holds the queue. Kueue requeues it at once and
         # tries it again every cycle; here the queue sleeps until something could change the
         # answer: a release (requeue_all), the head leaving, or a workload that sorts before it.
@@ -55,11 +61,11 @@ class PendingQueue:
         # set, more of a resource than any flavor has available waits for that resource only:
         # it is filed under (resource, amount) and wakes only when a release makes that much
         # available in some flavor. This is what keeps a finish cheap under a large backlog.
-        self.generic: dict[Hashable, None] = {}
-        self.waiting_for: dict[Hashable, tuple[str, int, int]] = {}  # class -> (resource, amount, serial)
+        self.generic: dict[int, None] = {}
+        self.waiting_for: dict[int, tuple[str, int, int]] = {}  # class -> (resource, amount, serial)
         # resource -> [(amount, serial, class)], sorted: a plain list kept with bisect, as `ready`
         # (one entry per filed class, and each is read and changed on a per-release path).
-        self.thresholds: dict[str, list[tuple[int, int, Hashable]]] = {}
+        self.thresholds: dict[str, list[tuple[int, int, int]]] = {}
         self.serial = 0
 
     def __len__(self) -> int:
@@ -80,16 +86,22 @@ class PendingQueue:
         return list(self.keys()).index(key)
 
     # -- membership -----------------------------------------------------------------------
-    def push(self, key: OrderKey, cls: Hashable) -> Status | None:
-        """Add a workload; returns the parked status of its class if it joins a parked class."""
+    def push(self, key: OrderKey, equivalence: Hashable) -> Status | None:
+        """Add a workload of this equivalence class; returns the parked status of its class if
+        it joins a parked class."""
         if self.strict:
             self.members.add(key)
         wl = key[3]
+        cls = self.ids.get(equivalence)
+        if cls is None:
+            cls = self.ids[equivalence] = self.next_id
+            self.named[cls] = equivalence
+            self.next_id += 1
+            members = self.classes[cls] = Members()
+        else:
+            members = self.classes[cls]
         self.class_of[wl] = cls
-        members = self.classes.get(cls)
-        if members is None:
-            members = self.classes[cls] = SortedList()
-        old_head = members[0] if members else None
+        old_head = members.first() if members.items else None
         members.add(key)
         parked = self.parked.get(cls)
         if self.strict:
@@ -121,16 +133,17 @@ class PendingQueue:
         if self.strict:
             self.members.remove(key)
         members = self.classes[cls]
-        was_ready_head = not self.strict and members[0] == key and cls not in self.parked
+        was_ready_head = not self.strict and members.first() == key and cls not in self.parked
         members.remove(key)
-        if not members:
+        if not members.items:
             del self.classes[cls]
+            del self.ids[self.named.pop(cls)]
             self._unfile(cls)
         if not was_ready_head:
             return
         _remove(self.ready, (key, cls))
-        if members:
-            _insort(self.ready, (members[0], cls))
+        if members.items:
+            _insort(self.ready, (members.first(), cls))
 
     # -- scheduling -----------------------------------------------------------------------
     def head(self) -> OrderKey | None:
@@ -158,7 +171,7 @@ class PendingQueue:
         if cls in self.parked:
             return
         if not self.strict:
-            head = self.classes[cls][0]
+            head = self.classes[cls].first()
             _remove(self.ready, (head, cls))
         self.parked[cls] = status
         if needs is None or self.strict:
@@ -172,7 +185,7 @@ class PendingQueue:
             index = self.thresholds[resource] = []
         _insort(index, (amount, self.serial, cls))
 
-    def _unfile(self, cls: Hashable) -> None:
+    def _unfile(self, cls: int) -> None:
         self.parked.pop(cls, None)
         self.generic.pop(cls, None)
         filed = self.waiting_for.pop(cls, None)
@@ -185,9 +198,9 @@ class PendingQueue:
                 # for this queue (wake_after_release skips queues with nothing filed).
                 del self.thresholds[resource]
 
-    def _wake(self, cls: Hashable) -> None:
+    def _wake(self, cls: int) -> None:
         self._unfile(cls)
-        _insort(self.ready, (self.classes[cls][0], cls))
+        _insort(self.ready, (self.classes[cls].first(), cls))
 
     def wake_released(self, available: dict[str, int]) -> bool:
         """Quota was released: wake the classes that waited for any change, and those filed
@@ -201,7 +214,7 @@ class PendingQueue:
             parked, ready, classes = self.parked, self.ready, self.classes
             for cls in generic:
                 del parked[cls]
-                insort(ready, (classes[cls][0], cls))
+                insort(ready, (classes[cls].first(), cls))
             generic.clear()
         for resource, amount in available.items():
             index = self.thresholds.get(resource)
@@ -221,7 +234,7 @@ class PendingQueue:
                 parked.pop(cls, None)
                 generic.pop(cls, None)
                 waiting_for.pop(cls, None)
-                insort(ready, (classes[cls][0], cls))
+                insort(ready, (classes[cls].first(), cls))
             woke = True
         return woke
 
@@ -240,17 +253,17 @@ class PendingQueue:
         if not self.parked:
             return False
         for cls in self.parked:
-            _insort(self.ready, (self.classes[cls][0], cls))
+            _insort(self.ready, (self.classes[cls].first(), cls))
         self.parked.clear()
         self.generic.clear()
         self.waiting_for.clear()
         self.thresholds.clear()
         return True
 
-    def restore_parked(self, cls: Hashable, status: Status) -> None:
-        """Re-establish a parked class when restoring a snapshot."""
+    def restore_parked(self, cls: int, status: Status) -> None:
+        """Re-establish a parked class (by id) when restoring a snapshot."""
         if not self.strict:
-            head = self.classes[cls][0]
+            head = self.classes[cls].first()
             if (head, cls) in self.ready:
                 self.ready.remove((head, cls))
         self.parked[cls] = status
@@ -267,6 +280,54 @@ class PendingQueue:
 
 
 _insort = insort
+
+
+class Members:
+    """The pending OrderKeys of one class, sorted: a list read from `start`. Heads leave from
+    the front, where only `start` moves, and arrivals usually join at the back, so neither
+    shifts the list (a SortedList costs Python-level calls on every read of its head); the
+    dead front is dropped once it is most of the list."""
+
+    __slots__ = ("items", "start")
+
+    def __init__(self) -> None:
+        self.items: list[OrderKey] = []
+        self.start = 0
+
+    def __len__(self) -> int:
+        return len(self.items) - self.start
+
+    def __iter__(self) -> Iterator[OrderKey]:
+        return iter(self.items[self.start:])
+
+    def first(self) -> OrderKey:
+        return self.items[self.start]
+
+    def add(self, key: OrderKey) -> None:
+        items, start = self.items, self.start
+        if start and key < items[start]:
+            start -= 1
+            items[start] = key  # a new head (a requeued workload): into the dead front
+            self.start = start
+            return
+        insort(items, key, start)
+
+    def remove(self, key: OrderKey) -> None:
+        items, start = self.items, self.start
+        i = bisect_left(items, key, start)
+        if i == len(items) or items[i] != key:
+            raise ValueError(f"{key!r} not in class")
+        if i != start:
+            del items[i]
+            return
+        start += 1
+        if start == len(items):
+            items.clear()
+            start = 0
+        elif start > 64 and start * 2 > len(items):
+            del items[:start]
+            start = 0
+        self.start = start
 
 
 def _remove(items: list[Any], item: Any) -> None:

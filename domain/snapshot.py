@@ -108,7 +108,7 @@ def dump(engine: Engine) -> bytes:
     queues = []
     for cq in state.cluster_queues.values():
         q = cq.queue
-        parked = [(q.classes[cls][0][3], status) for cls, status in q.parked.items()]
+        parked = [(q.classes[cls].first()[3], status) for cls, status in q.parked.items()]
         queues.append(QueueSnap(cq.name, list(cq.admitted), parked, q.blocked, cq.sticky))
     snap = Snapshot(
         version=FORMAT_VERSION,

@@ -30,12 +30,6 @@ class PodSet:
     # (path below the pod set, resources) where a container requests more than its limit
     above_limits: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
-    def totals(self, count: int | None = None) -> dict[str, int]:
-        n = self.count if count is None else count
-        if n == 1:
-            return dict(self.per_pod)
-        return {res: q * n for res, q in self.per_pod}
-
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:

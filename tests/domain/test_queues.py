@@ -7,7 +7,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.queues import PendingQueue
+from bisect import insort
+
+import pytest
+
+from domain.queues import Members, PendingQueue
 
 ops = st.lists(
     st.one_of(
@@ -106,3 +110,58 @@ def test_positions_follow_priority_then_time() -> None:
     for key in (low, high, early):
         q.push(key, key[3])
     assert [q.position(k) for k in (high, early, low)] == [0, 1, 2]
+
+
+member_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(0, 400)),
+        st.tuples(st.just("pop_head"), st.just(0)),
+        st.tuples(st.just("remove_at"), st.integers(0, 400)),
+    ),
+    max_size=500,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(member_ops)
+def test_members_stay_sorted_through_heads_leaving_and_keys_joining_anywhere(
+    operations: list[tuple[str, int]],
+) -> None:
+    """A class's members against a sorted list: heads leaving move the front (compacted once
+    it is most of the list), keys joining before the head reuse the dead front."""
+    m = Members()
+    model: list[tuple[int, int, int, str]] = []
+    for op, n in operations:
+        if op == "add":
+            key = (0, n, n, f"ns/w{n}")
+            if key in model:
+                continue
+            m.add(key)
+            insort(model, key)
+        elif model:
+            key = model.pop(0 if op == "pop_head" else n % len(model))
+            m.remove(key)
+            with pytest.raises(ValueError):
+                m.remove(key)
+        assert list(m) == model
+        assert len(m) == len(model)
+        assert bool(m.items) == bool(model)
+        if model:
+            assert m.first() == model[0]
+
+
+def test_members_drop_their_dead_front_once_it_is_most_of_the_list() -> None:
+    m = Members()
+    keys = [(0, n, n, f"ns/w{n}") for n in range(300)]
+    for key in keys:
+        m.add(key)
+    for key in keys[:200]:
+        m.remove(key)
+        assert m.first() == keys[keys.index(key) + 1]
+    assert m.start < 151 and len(m.items) - m.start == 100  # compacted on the way, not grown
+    assert list(m) == keys[200:]
+    m.add(keys[0])  # a requeued head, before all the others
+    assert list(m) == [keys[0], *keys[200:]]
+    for key in [keys[0], *keys[200:]]:
+        m.remove(key)
+    assert (m.items, m.start, len(m)) == ([], 0, 0)
