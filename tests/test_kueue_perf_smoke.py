@@ -142,6 +142,20 @@ def test_executor_finishes_after_runtime_and_restarts_a_preempted_workload() -> 
     assert late.pop_due(1139) == [] and late.pop_due(1140) == [{"type": "WorkloadReleased", "namespace": "ns", "name": "a"}]
 
 
+def test_executor_sends_no_release_for_a_workload_whose_finish_it_already_sent() -> None:
+    """On Kafka the agent may preempt a workload before it reads the finish already in the log:
+    the finish ends it, and a release after it would only be rejected as unknown."""
+    ex = Executor({"ns/a": 300})
+    ex.on_decision(_admitted("ns/a"), 1000)
+    assert ex.pop_due(1300) == [{"type": "WorkloadFinished", "namespace": "ns", "name": "a"}]
+    ex.on_decision(Preempted(workload="ns/a", cause=Cause(1, 0), preemptor="ns/b", reason="InClusterQueue", message=""), 1310)
+    assert ex.pop_due(9000) == [] and ex.idle
+    assert (ex.finishes_sent, ex.releases_sent, ex.releases_skipped) == (1, 0, 1)
+    ex.on_decision(_admitted("ns/a"), 10000)  # admitted again (a resubmission): a new run
+    ex.on_decision(Preempted(workload="ns/a", cause=Cause(2, 0), preemptor="ns/b", reason="InClusterQueue", message=""), 10100)
+    assert ex.pop_due(10100) == [{"type": "WorkloadReleased", "namespace": "ns", "name": "a"}]
+
+
 @pytest.mark.parametrize("batch", [True, False])
 def test_recorder_matches_a_mini_run_worked_by_hand(batch: bool) -> None:
     scenario = generator.generate(config.load("mini"))  # bench/kueue_perf/configs/mini: read its comment

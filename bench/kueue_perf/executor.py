@@ -31,10 +31,12 @@ class Executor:
         # How late the runner sees a decision (virtual time only: in real time the clock says it).
         self._latency = latency_ms
         self._run: dict[str, int] = {}  # admissions seen per workload: a finish is for the latest only
+        self._finished: dict[str, int] = {}  # workload -> the run whose finish was sent
         self._due: list[tuple[float, int, int, str, int]] = []  # (at, kind, seq, key, run)
         self._seq = 0
         self.finishes_sent = 0
         self.releases_sent = 0
+        self.releases_skipped = 0
 
     def on_decision(self, decision: Decision, now: float) -> None:
         key = decision.workload
@@ -45,6 +47,12 @@ class Executor:
             self._run[key] = run
             self._push(now + self._latency + self._runtime[key], FINISH, key, run)
         elif isinstance(decision, (Preempted, Evicted)):
+            if self._finished.get(key) == self._run.get(key):
+                # The job completed and its finish is already in the log, ahead of anything sent
+                # now: the engine reads it and the workload is gone. A release would only be
+                # rejected ("not found"), as Kueue's runner has nothing to evict once it finished.
+                self.releases_skipped += 1
+                return
             run = self._run.get(key, 0) + 1  # the running copy is gone: its finish must not be sent
             self._run[key] = run
             self._push(now + self._latency, RELEASE, key, run)
@@ -77,6 +85,7 @@ class Executor:
                 self.releases_sent += 1
             elif self._run.get(key) == run:
                 out.append({"type": "WorkloadFinished", "namespace": namespace, "name": name})
+                self._finished[key] = run
                 self.finishes_sent += 1
         return out
 
