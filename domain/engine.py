@@ -64,12 +64,12 @@ from domain.topology import (
 from domain.typed_events import Batch as TypedBatch
 from domain.typed_events import Deleted as TypedDeleted
 from domain.typed_events import Finished as TypedFinished
-from domain.typed_events import NotTyped
 from domain.typed_events import Submitted as TypedSubmitted
 from domain.typed_events import WorkloadEvent
-from domain.typed_events import decode as decode_typed
-from domain.typed_events import workload_ref as typed_ref
-from domain.typed_events import workload_spec as typed_spec
+from domain.typed_decoding import NotTyped
+from domain.typed_decoding import decode as decode_typed
+from domain.typed_decoding import workload_ref as typed_ref
+from domain.typed_decoding import workload_spec as typed_spec
 from domain.workload import WorkloadSpec, parse_workload, workload_ref
 
 EVENT_TYPES = (
@@ -128,7 +128,7 @@ class Engine:
 
     # -- decoding ----------------------------------------------------------------------------
     def _apply_typed(self, event: bytes, seq: int, out: Emitter, submitted: list[str]) -> bool | None:
-        """`_dispatch` for the common workload events, decoded typed (domain/typed_events.py).
+        """`_dispatch` for the common workload events, decoded typed (domain/typed_decoding.py).
 
         None: this path does not decide the event, and it changed nothing the general path
         would not set the same way (the event's time and the clock), which then applies or

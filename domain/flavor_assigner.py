@@ -254,8 +254,8 @@ class FlavorAssigner:
         added to psr with its reasons; returns the NoFit reason if no flavor was found."""
         fungibility = self.cq.flavor_fungibility
         reasons_out: list[str] = []
-        best: dict[str, str] = {}
-        best_modes: dict[str, int] = {}
+        best: dict[str, str] | None = None  # the chosen flavor's resources, and their modes
+        best_modes: dict[str, int] | None = None
         best_mode = WORST
         least_severe = 0
         flavors = self.flavors
@@ -304,7 +304,7 @@ class FlavorAssigner:
                 best, best_modes, best_mode = chosen, modes, rep
         if best_mode.mode != FIT:
             psr.reasons.extend(reasons_out)
-        if not best:
+        if not best or best_modes is None:
             return _reason_of(least_severe) if least_severe else reasons.WAITING_FOR_QUOTA
         psr.flavors.update(best)
         psr.modes.update(best_modes)

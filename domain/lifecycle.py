@@ -26,7 +26,13 @@ def set_pending(state: State, out: Emitter, ws: WorkloadState, status: Status) -
 
 
 def equivalence_class(ws: WorkloadState) -> tuple[object, ...]:
-    return (ws.spec.namespace, ws.priority, ws.spec.shape())
+    """Namespace, priority and pod-set shape: what admission depends on (equal classes, equal
+    answers)."""
+    shape = tuple(
+        (p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.tolerations, p.above_limits)
+        for p in ws.spec.pod_sets
+    )
+    return (ws.spec.namespace, ws.priority, shape)
 
 
 def park(state: State, ws: WorkloadState, on: str) -> None:

@@ -426,7 +426,7 @@ class ClassicalPreemptor:
             # one level gives every queue to hierarchy if the preemptor fits in its own nominal
             # quota, else to priority.
             hierarchy, priority = [], []
-            advantage = _fit_in_quota(cq.node, requests)[0]
+            advantage = _within_quota(cq.node, requests)
             shared_kind = 0 if advantage else 1
             if (same_queue and cq.candidates.admitted_at(self.state.offset)) or any(
                 m is not cq for m in cohort.admitted_now
@@ -787,6 +787,15 @@ def _own_may_yield(cq: ClusterQueueState, preemptor: WorkloadState) -> bool:
         return False
     bound = max_candidate_priority(policy, preemptor)
     return cq.candidates.holds(True, bound) or cq.candidates.holds(False, bound)
+
+
+def _within_quota(node: QuotaNode, requests: dict[FR, int]) -> bool:
+    """`_fit_in_quota`'s first answer alone, without what remains (its per-search hot path)."""
+    subtree, usage = node.subtree, node.usage
+    for fr, value in requests.items():
+        if subtree.get(fr, 0) < usage.get(fr, 0) + value:
+            return False
+    return True
 
 
 def _fit_in_quota(node: QuotaNode, requests: dict[FR, int]) -> tuple[bool, dict[FR, int]]:

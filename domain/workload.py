@@ -51,12 +51,6 @@ class WorkloadSpec:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def shape(self) -> tuple[Any, ...]:
-        """What admission depends on besides priority and namespace: equal shapes, equal answers."""
-        return tuple(
-            (p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.tolerations, p.above_limits)
-            for p in self.pod_sets
-        )
 
 
 

@@ -1,4 +1,5 @@
-"""The typed fast path for workload events (domain/typed_events.py) decides exactly what the
+"""The typed fast path for workload events (domain/typed_events.py, read by
+domain/typed_decoding.py) decides exactly what the
 general path decides: the same event as bytes (typed first) and as text (general path only)
 gives the same decisions, the same state, and the same decisions for what follows."""
 
@@ -10,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain import typed_events
+from domain import typed_decoding, typed_events
 from domain.decisions import encode
 from domain.engine import Engine
 from domain.snapshot import dump
@@ -99,10 +100,10 @@ def submitted(wl: object, **extra: Any) -> bytes:
 
 def test_the_fast_path_reads_the_common_events() -> None:
     """Not a test of equality alone: the common events must actually take the typed path."""
-    assert isinstance(typed_events.decode(submitted(workload())), typed_events.Submitted)
+    assert isinstance(typed_decoding.decode(submitted(workload())), typed_events.Submitted)
     finished = json.dumps({"type": "WorkloadFinished", "namespace": "ns", "name": "w"}).encode()
-    assert isinstance(typed_events.decode(finished), typed_events.Finished)
-    assert typed_events.decode(json.dumps(SETUP[0]).encode()) is None
+    assert isinstance(typed_decoding.decode(finished), typed_events.Finished)
+    assert typed_decoding.decode(json.dumps(SETUP[0]).encode()) is None
 
 
 EDGE_CASES: list[bytes] = [
@@ -206,7 +207,7 @@ def test_edge_cases_decide_as_the_general_path() -> None:
 
 def test_a_release_of_an_evicted_workload_takes_the_typed_path_and_releases_it() -> None:
     release = json.dumps({"type": "WorkloadReleased", "namespace": "ns", "name": "w"}).encode()
-    assert isinstance(typed_events.decode(release), typed_events.Released)
+    assert isinstance(typed_decoding.decode(release), typed_events.Released)
     decided, _ = run(with_event(release, EVICTED), as_bytes=True)
     outcome = decided[len(SETUP) + len(EVICTED)]
     assert any(b'"QuotaReleased"' in d and b'"ns/w"' in d for d in outcome)
@@ -214,7 +215,7 @@ def test_a_release_of_an_evicted_workload_takes_the_typed_path_and_releases_it()
 
 def test_edge_cases_include_both_paths_outcomes() -> None:
     """The cases above cover events the typed path decides and events it hands over."""
-    kinds = {typed_events.decode(e) is None for e in EDGE_CASES}
+    kinds = {typed_decoding.decode(e) is None for e in EDGE_CASES}
     assert kinds == {True, False}
 
 
@@ -266,9 +267,9 @@ TIME = "2025-01-01T00:00:00Z"
 
 
 def test_a_batch_of_workload_events_takes_the_typed_path() -> None:
-    ev = typed_events.decode(batch([submitted(workload()), json.dumps(FOLLOW_UP[1]).encode()], id="b-1"))
+    ev = typed_decoding.decode(batch([submitted(workload()), json.dumps(FOLLOW_UP[1]).encode()], id="b-1"))
     assert isinstance(ev, typed_events.Batch) and ev.events is not None and len(ev.events) == 2
-    assert isinstance(typed_events.decode(ev.events[0]), typed_events.Submitted)
+    assert isinstance(typed_decoding.decode(ev.events[0]), typed_events.Submitted)
 
 
 BATCH_CASES: list[bytes] = [
