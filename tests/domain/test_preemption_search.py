@@ -44,14 +44,16 @@ from domain.preemption import (
     VARIANT_REASON,
     WITHIN_CQ,
     ClassicalPreemptor,
+    _add_back,
     _Candidate,
     _fit_in_quota,
+    _Runs,
     preemptible_now,
     satisfies_policy,
     uses,
     within_nominal,
 )
-from domain.quota import FR, QuotaNode
+from domain.quota import FR, QuotaNode, recompute
 from domain.entry import Entry
 from domain.flavor_assigner import MODE_FIT
 from domain.scheduler import Scheduler, Searches
@@ -427,3 +429,53 @@ def test_a_borrowing_preemptor_without_own_candidates_in_a_flat_cohort(borrow: s
     assert seen.searches >= (0 if borrow == "Never" else 1)
     preempted = [d for d in decisions if type(d).__name__ == "Preempted"]
     assert len(preempted) == (2 if preempts else 0)
+
+
+
+def _victim_tree() -> list[QuotaNode]:
+    """A flat cohort of three ClusterQueues and a lone one; [cohort, its three, the lone one]."""
+    root = QuotaNode("cohort", is_cluster_queue=False)
+    nodes = [root]
+    for i in range(3):
+        child = QuotaNode(f"cq-{i}", is_cluster_queue=True)
+        child.nominal = {("rf", "cpu"): 4000, ("rf", "memory"): 4000}
+        child.parent, root.children[child.name] = root, child
+        nodes.append(child)
+    recompute(root)
+    lone = QuotaNode("lone", is_cluster_queue=True)
+    lone.nominal = {("rf", "cpu"): 4000}
+    recompute(lone)
+    return [*nodes, lone]
+
+
+def _state_of(nodes: list[QuotaNode]) -> list[Any]:
+    return [(list(n.usage.items()), n.changes, repr(n.over)) for n in nodes]
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3000), st.booleans()), min_size=1, max_size=40),
+    st.lists(st.tuples(st.integers(0, 40), st.integers(1, 40), st.sampled_from([1, -1])), max_size=30),
+)
+def test_runs_give_back_as_add_back_does(victims: list[tuple[int, int, bool]],
+                                         moves: list[tuple[int, int, int]]) -> None:
+    """_Runs (running sums by node) leaves every node's usage, its order, the change counters
+    and the over-nominal sets exactly as _add_back (a sum per run) does, for any runs, on
+    victims at up to five nodes, with one flavor-resource or (falling back) two."""
+    trees = [_victim_tree(), _victim_tree()]
+    chosen: list[list[Any]] = [[], []]
+    for node, cpu, with_memory in victims:
+        usage = {("rf", "cpu"): cpu} if not with_memory or node == 4 else {("rf", "cpu"): cpu, ("rf", "memory"): 1}
+        for tree, out in zip(trees, chosen):
+            ws = type("W", (), {"admission": type("A", (), {"usage": usage})()})()
+            cq = type("C", (), {"node": tree[node]})()
+            out.append(_Candidate(ws, cq, 1, None, tree[0] if node == 0 else None))  # type: ignore[arg-type]
+    for c in chosen[0] + chosen[1]:
+        (c.at or c.cq.node).add_usages(c.ws.admission.usage, -1)
+    runs = _Runs(chosen[0])
+    n = len(victims)
+    for start, length, sign in moves:
+        lo = start % n
+        hi = min(n, lo + length)
+        runs.move(lo, hi, sign)
+        _add_back(chosen[1][lo:hi], sign)
+        assert _state_of(trees[0]) == _state_of(trees[1])
