@@ -723,7 +723,7 @@ class ClassicalPreemptor:
         return chosen
 
 
-_RUNS_MAX_NODES = 4  # more nodes than this: one running sum per node costs more than it saves
+_RUNS_MAX_NODES = 4  # more nodes than this: a search gives back as _add_back does
 
 
 class _Runs:
@@ -733,23 +733,24 @@ class _Runs:
     usage victim by victim (`_add_back`) sums most victims several times. When every victim
     holds one and the same flavor-resource (Kueue's perf configs, most clusters' CPU-only
     cohorts) and they are removed at a few nodes (a flat cohort's common ancestor, the
-    preemptor's own queue), each node gets running sums over `chosen`, built once, and a run's
-    usage at a node is the difference of two of them. The additions are `_add_back`'s: one per
-    node the run meets, in the order it first meets them. Otherwise it is `_add_back`."""
+    preemptor's own queue), each node keeps its victims' positions in `chosen` with running
+    sums, built once, and a run's usage at a node is the difference of two of them. The
+    additions are `_add_back`'s: one per node the run meets, in the order it first meets them.
+    Otherwise it is `_add_back`."""
 
-    __slots__ = ("chosen", "fr", "nodes", "sums", "nexts")
+    __slots__ = ("chosen", "fr", "nodes", "positions", "sums")
 
     def __init__(self, chosen: list[_Candidate]) -> None:
         self.chosen = chosen
         self.fr: FR | None = None
         self.nodes: list[QuotaNode] = []
-        self.sums: list[list[int]] = []  # [node][i]: its victims' usage in chosen[:i]
-        self.nexts: list[list[int]] = []  # [node][i]: its first victim at or after i (len: none)
-        n = len(chosen)
+        self.positions: list[list[int]] = []  # [node]: where its victims are in chosen
+        self.sums: list[list[int]] = []  # [node][j]: the usage of its first j victims
         fr: FR | None = None
         nodes: list[QuotaNode] = []
-        group_of: list[int] = []
-        values: list[int] = []
+        positions: list[list[int]] = []
+        sums: list[list[int]] = []
+        i = 0
         for c in chosen:
             admission = c.ws.admission
             assert admission is not None
@@ -771,24 +772,13 @@ class _Runs:
                 if g == _RUNS_MAX_NODES:
                     return
                 nodes.append(node)
-            group_of.append(g)
-            values.append(value)
-        for g in range(len(nodes)):
-            sums = [0] * (n + 1)
-            total = 0
-            for i in range(n):
-                if group_of[i] == g:
-                    total += values[i]
-                sums[i + 1] = total
-            nexts = [n] * (n + 1)
-            following = n
-            for i in range(n - 1, -1, -1):
-                if group_of[i] == g:
-                    following = i
-                nexts[i] = following
-            self.sums.append(sums)
-            self.nexts.append(nexts)
-        self.fr, self.nodes = fr, nodes
+                positions.append([])
+                sums.append([0])
+            positions[g].append(i)
+            group_sums = sums[g]
+            group_sums.append(group_sums[-1] + value)
+            i += 1
+        self.fr, self.nodes, self.positions, self.sums = fr, nodes, positions, sums
 
     def move(self, lo: int, hi: int, sign: int) -> None:
         """Restore (1) or remove again (-1) the usage of chosen[lo:hi]."""
@@ -796,18 +786,33 @@ class _Runs:
         if fr is None:
             _add_back(self.chosen[lo:hi], sign)
             return
-        nodes, sums, nexts = self.nodes, self.sums, self.nexts
+        nodes, positions, sums = self.nodes, self.positions, self.sums
         if len(nodes) == 1:
-            nodes[0].add_usage(fr, sign * (sums[0][hi] - sums[0][lo]))
+            a, b = _first_at(positions[0], lo), _first_at(positions[0], hi)
+            nodes[0].add_usage(fr, sign * (sums[0][b] - sums[0][a]))
             return
-        met: list[tuple[int, int]] = []  # (first position in the run, node)
+        met: list[tuple[int, int, int]] = []  # (first position in the run, node, usage)
         for g in range(len(nodes)):
-            first = nexts[g][lo]
-            if first < hi:
-                met.append((first, g))
+            at = positions[g]
+            a = _first_at(at, lo)
+            if a < len(at) and at[a] < hi:
+                b = _first_at(at, hi)
+                met.append((at[a], g, sums[g][b] - sums[g][a]))
         met.sort()
-        for _, g in met:
-            nodes[g].add_usage(fr, sign * (sums[g][hi] - sums[g][lo]))
+        for _, g, usage in met:
+            nodes[g].add_usage(fr, sign * usage)
+
+
+def _first_at(positions: list[int], i: int) -> int:
+    """bisect_left, compiled: the index of the first position >= i."""
+    lo, hi = 0, len(positions)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if positions[mid] < i:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _add_back(victims: list[_Candidate], sign: int) -> None:
