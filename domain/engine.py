@@ -9,7 +9,6 @@ point (`scheduler.schedule`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 import msgspec
@@ -753,7 +752,7 @@ class Engine:
             ws.order_key = (-ws.priority, ws.queue_time, ws.seq, ws.key)
             evict(state, out, ws, reasons.ADMISSION_CHECK, f"Evicted due to AdmissionCheck in Retry state: {detail}")
         elif new_state == "Rejected":
-            ws.spec = replace(ws.spec, active=False)
+            ws.spec = msgspec.structs.replace(ws.spec, active=False)
             evict(
                 state, out, ws, reasons.ADMISSION_CHECK,
                 f"The workload is deactivated due to AdmissionCheck in Rejected state: {detail}",
