@@ -259,7 +259,6 @@ class FlavorAssigner:
         best_mode = WORST
         least_severe = 0
         flavors = self.flavors
-        fits = self._fits
         for fq in group.flavors:
             fname = fq.name
             rf = flavors.get(fname)
@@ -277,7 +276,7 @@ class FlavorAssigner:
             modes: dict[str, int] = {}
             for res in covered:
                 fr = (fname, res)
-                mode, borrow, text, no_fit = fits(fr, assigned.get(fr, 0), requests[res])
+                mode, borrow, text, no_fit = self._fits(fr, assigned.get(fr, 0), requests[res])
                 if text:
                     reasons_out.append(text)
                 if no_fit:

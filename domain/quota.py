@@ -201,9 +201,8 @@ class QuotaNode:
             node = node.parent
 
     def add_usages(self, usage: dict[FR, int], sign: int = 1) -> None:
-        add = self.add_usage
         for fr, value in usage.items():
-            add(fr, sign * value)
+            self.add_usage(fr, sign * value)  # a native call; a bound method would go through Python's
 
 
 def recompute(root: QuotaNode) -> None:
