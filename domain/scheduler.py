@@ -285,6 +285,8 @@ class Scheduler:
         reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
         held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # the part of it preemptors hold
         victims: dict[str, None] = {}
+        # The same victims' usage, by the id of their cohort tree's root (for _overlapping).
+        gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]] = {}
         for entry in ordered:
             cq, ws, assignment = entry.cq, entry.ws, entry.assignment
             if assignment.mode == MODE_NO_FIT:
@@ -297,7 +299,7 @@ class Scheduler:
                     cq.node.add_usages(reserved[-1][1])
                 continue
             if any(t.ws.key in victims for t in entry.targets):
-                self._overlapping(out, entry, victims, reserved, held)
+                self._overlapping(out, entry, gone.get(id(cq.node.root()), []), reserved, held)
                 continue
             if not _fits(cq, assignment, entry.targets):
                 status = (reasons.WAITING_FOR_QUOTA, reasons.MSG_NO_LONGER_FITS)
@@ -318,7 +320,7 @@ class Scheduler:
             reserved.append((cq, dict(assignment.usage)))
             held.append(reserved[-1])
             cq.node.add_usages(assignment.usage)
-            issued = self._preempt(out, entry, victims)
+            issued = self._preempt(out, entry, victims, gone)
             status = (
                 reasons.WAITING_FOR_PREEMPTED_WORKLOADS,
                 reasons.MSG_PENDING_PREEMPTION.format(message=assignment.message(), count=len(entry.targets)),
@@ -362,15 +364,19 @@ class Scheduler:
                     return res, need
         return None
 
-    def _preempt(self, out: Emitter, entry: Entry, victims: dict[str, None]) -> int:
+    def _preempt(self, out: Emitter, entry: Entry, victims: dict[str, None],
+                 gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]]) -> int:
         issued = 0
         for target in entry.targets:
             victims[target.ws.key] = None
-            if target.ws.evicted:
-                continue  # already preempted: counts, without a second eviction
-            message = preemption_message(entry.ws, entry.cq, target)
-            evict(self.state, out, target.ws, target.reason, message, preemptor=entry.ws.key)
-            issued += 1
+            if not target.ws.evicted:  # else already preempted: counts, without a second eviction
+                message = preemption_message(entry.ws, entry.cq, target)
+                evict(self.state, out, target.ws, target.reason, message, preemptor=entry.ws.key)
+                issued += 1
+            admission = target.ws.admission  # None once released (evictionRelease: Immediate)
+            if admission is not None:
+                node = self.state.cluster_queues[admission.cluster_queue].node
+                gone.setdefault(id(node.root()), []).append((node, admission.usage))
         return issued
 
     def _park(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, status: Status,
@@ -420,24 +426,16 @@ class Scheduler:
             return False
         return all(ps.min_count is None or ps.min_count == ps.count for ps in ws.spec.pod_sets)
 
-    def _overlapping(self, out: Emitter, entry: Entry, victims: dict[str, None],
+    def _overlapping(self, out: Emitter, entry: Entry, gone: list[tuple[QuotaNode, dict[FR, int]]],
                      reserved: list[tuple[ClusterQueueState, dict[FR, int]]],
                      held: list[tuple[ClusterQueueState, dict[FR, int]]]) -> None:
         """Kueue's DeferredFit: this entry's victims were already chosen by an entry before it.
         If it fits once those are gone, it keeps its room and waits for them; if not, it is
         skipped this cycle."""
-        state = self.state
         cq, ws = entry.cq, entry.ws
         # assign reads only the quota tree of the entry's root and that tree's workloads: the
-        # victims in other trees cannot change its answer and stay where they are.
-        root = cq.node.root()
-        gone: list[tuple[QuotaNode, dict[FR, int]]] = []
-        for key in victims:
-            v = state.workloads.get(key)
-            if v is not None and v.admission is not None:
-                node = state.cluster_queues[v.admission.cluster_queue].node
-                if node.root() is root:
-                    gone.append((node, v.admission.usage))
+        # victims in other trees cannot change its answer and stay where they are (`gone`
+        # holds this tree's victims of the cycle, in the order they were chosen).
         for node, usage in gone:
             node.add_usages(usage, -1)
         try:
@@ -451,7 +449,7 @@ class Scheduler:
             # A sticky preemptor stays sticky: it still heads its queue when it wakes.
             status = (reasons.WAITING_FOR_QUOTA, reasons.MSG_OVERLAPPING_TARGETS)
             cq.queue.park(ws.order_key, status)
-            set_pending(state, out, ws, status)
+            set_pending(self.state, out, ws, status)
             return
         reserved.append((cq, dict(again.assignment.usage)))
         held.append(reserved[-1])
