@@ -209,3 +209,13 @@ def test_runner_latency_delays_every_reaction_of_the_mini_run() -> None:
     a, b = s.workload_classes["a"], s.workload_classes["b"]
     assert b.avg_time_to_admission_ms == 100
     assert a.avg_time_to_admission_ms == ((3700 - 1000) + (3700 - 2000)) / 2
+
+
+def test_a_run_with_rejected_input_says_so(tiny: generator.Scenario) -> None:
+    from bench.kueue_perf.__main__ import rejected_line
+
+    clean = virtual.run(tiny).summary
+    assert clean.rejected == [] and rejected_line("virtual", clean) is None
+    clean.rejected.append("ns/w: UnknownWorkload: WorkloadReleased: workload ns/w not found")
+    line = rejected_line("real", clean)
+    assert line is not None and "1 input events were Rejected" in line and "ns/w not found" in line

@@ -71,6 +71,14 @@ def _beats(s: Summary, m: KueueMeans) -> list[str]:
     return worse
 
 
+def rejected_line(mode: str, summary: Summary) -> str | None:
+    """A warning when the engine rejected input of the run: the runner sent something it should
+    not have (every event of a correct run is accepted)."""
+    if not summary.rejected:
+        return None
+    return f"{mode}: WARNING {len(summary.rejected):,} input events were Rejected, the first: {summary.rejected[0]}"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", action="append", help="baseline, large-scale or a path (repeatable; default baseline)")
@@ -134,6 +142,10 @@ def main(argv: list[str] | None = None) -> None:
                             "realS": r.wall_s, "lagMs": r.lag_ms, "timedOut": r.timed_out,
                             "totalS": time.perf_counter() - began}
         print()
+        for mode, summary in summaries.items():
+            line = rejected_line(mode, summary)
+            if line is not None:
+                print(line)
         if means is not None:
             for mode, summary in summaries.items():
                 worse = _beats(summary, means)
