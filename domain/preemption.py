@@ -561,8 +561,11 @@ class ClassicalPreemptor:
         queue it may take from holds a workload admitted by the event being applied (such a
         workload is no candidate now, but may be at the next event). For callers that need no
         targets, only this; it looks at the same queues `targets` does."""
-        if cq.name in self.state.deferred or never_preempts(cq):
+        state = self.state
+        if cq.name in state.deferred or never_preempts(cq):
             return
+        if state.admitted_offset != state.offset or id(cq.node.root()) not in state.admitted_roots:
+            return  # no queue of its tree, where all its sources are, holds a workload admitted now
         policy = cq.spec.preemption
         same_queue: list[_Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
         hierarchy, priority = self._cohort_sources(cq, requests, frs)
