@@ -106,6 +106,8 @@ class Engine:
         state = self.state
         state.offset = offset
         deferred, state.deferred = state.deferred, {}
+        if state.admitted_roots:
+            state.admitted_roots = {}
         submitted: list[str] = []
         applied = self._apply_typed(event, offset * BATCH_SLOTS, out, submitted) if type(event) is bytes else None
         if applied is None:

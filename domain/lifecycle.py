@@ -101,9 +101,6 @@ def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, 
     ws.admission = admission
     ws.last_status = None
     cq.candidates.add(ws)
-    if state.admitted_offset != admission.sequence[0]:
-        state.admitted_offset = admission.sequence[0]
-        state.admitted_roots = {}
     state.admitted_roots[id(cq.node.root())] = None
     admission.checks = applicable_checks(cq, admission)
     admission.admitted = not admission.checks

@@ -564,7 +564,7 @@ class ClassicalPreemptor:
         state = self.state
         if cq.name in state.deferred or never_preempts(cq):
             return
-        if state.admitted_offset != state.offset or id(cq.node.root()) not in state.admitted_roots:
+        if id(cq.node.root()) not in state.admitted_roots:
             return  # no queue of its tree, where all its sources are, holds a workload admitted now
         policy = cq.spec.preemption
         same_queue: list[_Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
@@ -753,17 +753,14 @@ class _Runs:
         nodes: list[QuotaNode] = []
         positions: list[list[int]] = []
         sums: list[list[int]] = []
-        i = 0
-        for c in chosen:
+        for i, c in enumerate(chosen):
             admission = c.ws.admission
             assert admission is not None
             usage = admission.usage
             if len(usage) != 1:
                 return
             if fr is None:
-                for key in usage:
-                    fr = key
-            assert fr is not None
+                fr = next(iter(usage))
             value = usage.get(fr)
             if value is None:
                 return
@@ -780,7 +777,6 @@ class _Runs:
             positions[g].append(i)
             group_sums = sums[g]
             group_sums.append(group_sums[-1] + value)
-            i += 1
         self.fr, self.nodes, self.positions, self.sums = fr, nodes, positions, sums
 
     def move(self, lo: int, hi: int, sign: int) -> None:
@@ -886,7 +882,8 @@ def _own_may_yield(cq: ClusterQueueState, preemptor: WorkloadState) -> bool:
 
 
 def _within_quota(node: QuotaNode, requests: dict[FR, int]) -> bool:
-    """`_fit_in_quota`'s first answer alone, without what remains (its per-search hot path)."""
+    """Do the requests fit in the node's own subtree quota (Kueue's fitInQuota)? Alone on the
+    per-search hot path; `_fit_in_quota` adds what remains beyond the node's local quota."""
     subtree, usage = node.subtree, node.usage
     for fr, value in requests.items():
         if subtree.get(fr, 0) < usage.get(fr, 0) + value:
@@ -895,10 +892,5 @@ def _within_quota(node: QuotaNode, requests: dict[FR, int]) -> bool:
 
 
 def _fit_in_quota(node: QuotaNode, requests: dict[FR, int]) -> tuple[bool, dict[FR, int]]:
-    fits = True
-    remaining: dict[FR, int] = {}
-    for fr, value in requests.items():
-        if node.subtree.get(fr, 0) < node.usage.get(fr, 0) + value:
-            fits = False
-        remaining[fr] = max(0, value - node.local_available(fr))
-    return fits, remaining
+    remaining = {fr: max(0, value - node.local_available(fr)) for fr, value in requests.items()}
+    return _within_quota(node, requests), remaining

@@ -128,11 +128,10 @@ class State:
     seen_ids: set[str] = field(default_factory=set)  # membership only; never iterated
     clock: int = 0  # latest event time seen (µs), for workloads that carry no timestamp
     offset: int = -1  # the input offset being applied (not part of snapshots: set per event)
-    # Roots (by id) of the cohort trees where a workload was admitted at `admitted_offset`: where
-    # none was, no ClusterQueue of the tree holds one admitted by this event (not part of
-    # snapshots: a restored admission is always from an earlier event).
+    # Roots (by id) of the cohort trees where the event being applied admitted a workload: where
+    # none did, no ClusterQueue of the tree holds one admitted by this event (not part of
+    # snapshots: cleared per event, and a restored admission is always from an earlier one).
     admitted_roots: dict[int, None] = field(default_factory=dict)
-    admitted_offset: int = -1
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         labels = self.namespaces.get(namespace)
