@@ -21,6 +21,7 @@ from domain.objects import (
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
+    fr_key,
 )
 from domain.quantity import format_amount
 from domain.quota import FR, QuotaNode, borrowing_level
@@ -204,7 +205,7 @@ class FlavorAssigner:
             failed_reason = self._assign_pod_set(ps, psr, usage)
             modes, borrows = psr.modes, psr.borrows
             for res, flavor in psr.flavors.items():  # borrows has the same keys
-                fr = (flavor, res)
+                fr = fr_key(flavor, res)
                 usage[fr] = usage.get(fr, 0) + requests.get(res, 0)
                 mode, borrow = modes[res], borrows[res]
                 if borrow > borrowing:
@@ -275,7 +276,7 @@ class FlavorAssigner:
             chosen: dict[str, str] = {}
             modes: dict[str, int] = {}
             for res in covered:
-                fr = (fname, res)
+                fr = fr_key(fname, res)
                 mode, borrow, text, no_fit = self._fits(fr, assigned.get(fr, 0), requests[res])
                 if text:
                     reasons_out.append(text)

@@ -32,7 +32,7 @@ from domain.flavor_assigner import (
     FlavorAssigner,
 )
 from domain.lifecycle import admit, evict, set_pending
-from domain.objects import ANY, FAIR_SHARING, NEVER
+from domain.objects import ANY, FAIR_SHARING, NEVER, fr_key
 from domain.preemption import ClassicalPreemptor, Target, never_preempts, preemption_message
 from domain.quantity import format_amount
 from domain.quota import FR, QuotaNode, borrowing_level
@@ -358,7 +358,7 @@ class Scheduler:
                 if need <= 0 or group is None:
                     continue
                 for f in group.flavors:
-                    if node.available((f.name, res)) >= need:
+                    if node.available(fr_key(f.name, res)) >= need:
                         break
                 else:
                     return res, need

@@ -18,7 +18,7 @@ from domain.decisions import PodSetAssignment
 from domain.emitter import Emitter
 from domain.engine import Engine
 from domain.lifecycle import equivalence_class
-from domain.objects import parse_object
+from domain.objects import fr_key, parse_object
 from domain.state import Admission, WorkloadState
 from domain.workload import WorkloadSpec
 
@@ -156,7 +156,7 @@ def load(data: bytes) -> Engine:
         state.workloads[key] = ws
         if w.admission is not None:
             a = w.admission
-            usage = {(f, r): v for f, r, v in a.usage}
+            usage = {fr_key(f, r): v for f, r, v in a.usage}
             ws.admission = Admission(a.cluster_queue, a.pod_sets, usage, a.sequence, dict(a.checks), a.admitted)
             state.cluster_queues[a.cluster_queue].node.add_usages(usage)
         elif w.queued and w.cluster_queue is not None:

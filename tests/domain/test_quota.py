@@ -5,7 +5,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pytest
+from event_streams import random_stream
+
+from domain.engine import Engine
+from domain.objects import fr_key
 from domain.quota import QuotaNode, borrowing_level, recompute
+from domain.snapshot import dump, load
 
 FR = ("default-flavor", "cpu")
 
@@ -127,3 +133,30 @@ def test_incremental_usage_matches_a_full_recompute_even_below_zero(
         incremental = dict(root.usage)
         recompute(root)
         assert root.usage == incremental
+
+
+def _flavor_resource_keys(engine: object) -> list[tuple[str, str]]:
+    state = engine.state  # type: ignore[attr-defined]
+    nodes = [cq.node for cq in state.cluster_queues.values()] + [c.node for c in state.cohorts.values()]
+    keys: list[tuple[str, str]] = []
+    for node in nodes:
+        for table in (node.nominal, node.borrowing_limit, node.lending_limit, node.subtree, node.usage, node.over):
+            keys.extend(table)
+    for ws in state.workloads.values():
+        if ws.admission is not None:
+            keys.extend(ws.admission.usage)
+    return keys
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_every_flavor_resource_key_is_the_one_fr_key_tuple(seed: int) -> None:
+    # The quota dicts find a key they hold by identity before comparing; an equal tuple built
+    # elsewhere would be compared element by element on every lookup of the hot paths.
+    engine = Engine()
+    for offset, event in enumerate(random_stream(seed, events=300)):
+        engine.apply(event, offset)
+    for restored in (engine, load(dump(engine))):
+        keys = _flavor_resource_keys(restored)
+        assert len(keys) > 50
+        for key in keys:
+            assert key is fr_key(*key), key
