@@ -16,7 +16,7 @@ from domain.fields import Fields, InvalidInput
 from domain.quantity import QuantityError, amount
 from domain.selectors import LabelSelector, SelectorError
 
-FR = tuple[str, str]  # (flavor, resource)
+FR = tuple[str, ...]  # (flavor, resource); see fr_key: a boxed tuple under mypyc, not a C struct
 
 # One tuple object per (flavor, resource): the quota tree's dicts are keyed by these, and a dict
 # finds a key it holds by identity before comparing. Equal tuples built apart are compared element

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-FR = tuple[str, str]
+FR = tuple[str, ...]  # (flavor, resource): one object per pair, objects.fr_key
 
 
 class QuotaNode:
