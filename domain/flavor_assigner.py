@@ -21,10 +21,9 @@ from domain.objects import (
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
-    fr_key,
 )
 from domain.quantity import format_amount
-from domain.quota import FR, QuotaNode, borrowing_level
+from domain.quota import FR, QuotaNode, borrowing_level, fr_key
 from domain.workload import PodSet, WorkloadSpec
 
 # Granular modes, worst to best (Kueue: noFit < noCandidates < preempt < reclaim < fit).

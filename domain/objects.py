@@ -14,27 +14,8 @@ from typing import Any
 from domain import reasons
 from domain.fields import Fields, InvalidInput
 from domain.quantity import QuantityError, amount
+from domain.quota import FR, fr_key
 from domain.selectors import LabelSelector, SelectorError
-
-FR = tuple[str, ...]  # (flavor, resource); see fr_key: a boxed tuple under mypyc, not a C struct
-
-# One tuple object per (flavor, resource): the quota tree's dicts are keyed by these, and a dict
-# finds a key it holds by identity before comparing. Equal tuples built apart are compared element
-# by element on every lookup (a tenth of the engine's instructions on the large-scale run). Kept
-# as nested dicts of names, whose str hashes are cached. Bounded by the configured names; order
-# never read.
-_FRS: dict[str, dict[str, FR]] = {}
-
-
-def fr_key(flavor: str, resource: str) -> FR:
-    """The one (flavor, resource) tuple for these names."""
-    by_resource = _FRS.get(flavor)
-    if by_resource is None:
-        by_resource = _FRS[flavor] = {}
-    key = by_resource.get(resource)
-    if key is None:
-        key = by_resource[resource] = (flavor, resource)
-    return key
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1alpha1")

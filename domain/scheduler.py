@@ -32,10 +32,10 @@ from domain.flavor_assigner import (
     FlavorAssigner,
 )
 from domain.lifecycle import admit, evict, set_pending
-from domain.objects import ANY, FAIR_SHARING, NEVER, fr_key
+from domain.objects import ANY, FAIR_SHARING, NEVER
 from domain.preemption import ClassicalPreemptor, Target, never_preempts, preemption_message
 from domain.quantity import format_amount
-from domain.quota import FR, QuotaNode, borrowing_level
+from domain.quota import FR, QuotaNode, borrowing_level, fr_key
 from domain.queues import Status
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 

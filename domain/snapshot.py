@@ -18,7 +18,8 @@ from domain.decisions import PodSetAssignment
 from domain.emitter import Emitter
 from domain.engine import Engine
 from domain.lifecycle import equivalence_class
-from domain.objects import fr_key, parse_object
+from domain.objects import parse_object
+from domain.quota import fr_key
 from domain.state import Admission, WorkloadState
 from domain.workload import WorkloadSpec
 

@@ -54,8 +54,6 @@ class WorkloadSpec(msgspec.Struct, frozen=True):
         return f"{self.namespace}/{self.name}"
 
 
-
-
 def _resources_error(pod_sets: tuple[PodSet, ...]) -> str | None:
     """Kueue's admissibility check of requests against limits (ValidateResources): the
     message a workload is held with, Misconfigured, or None."""

@@ -9,8 +9,7 @@ import pytest
 from event_streams import random_stream
 
 from domain.engine import Engine
-from domain.objects import fr_key
-from domain.quota import QuotaNode, borrowing_level, recompute
+from domain.quota import QuotaNode, borrowing_level, fr_key, recompute
 from domain.snapshot import dump, load
 
 FR = ("default-flavor", "cpu")
@@ -135,8 +134,8 @@ def test_incremental_usage_matches_a_full_recompute_even_below_zero(
         assert root.usage == incremental
 
 
-def _flavor_resource_keys(engine: object) -> list[tuple[str, str]]:
-    state = engine.state  # type: ignore[attr-defined]
+def _flavor_resource_keys(engine: Engine) -> list[tuple[str, ...]]:
+    state = engine.state
     nodes = [cq.node for cq in state.cluster_queues.values()] + [c.node for c in state.cohorts.values()]
     keys: list[tuple[str, str]] = []
     for node in nodes:
