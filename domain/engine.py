@@ -29,6 +29,7 @@ from domain.lifecycle import (
     set_priority,
     unroute,
     wake_all,
+    wake_queue,
     wake_tree,
 )
 from domain.objects import (
@@ -117,12 +118,13 @@ class Engine:
             # A rejected or repeated event changes nothing, not even by way of what it wakes.
             state.deferred = {**deferred, **state.deferred}
             return out.decisions
-        woken: set[int] = set()  # membership only: waking a tree twice in a row changes nothing
+        # A queue deferred by the previous event (its head could not take a workload that event
+        # admitted) retries now. Only that queue: admissions wake no one else in its cohort, as
+        # in Kueue, where an admission requeues no inadmissible workload.
         for name in deferred:
             cq = state.cluster_queues.get(name)
-            if cq is not None and id(root := cq.node.root()) not in woken:
-                woken.add(id(root))
-                wake_tree(state, cq)
+            if cq is not None:
+                wake_queue(state, cq)
         schedule(state, out)
         self._settle(out, submitted)
         return out.decisions

@@ -261,19 +261,20 @@ def wake_tree(state: State, cq: ClusterQueueState) -> None:
     """Something that could change admission happened in cq's cohort tree: retry its parked heads."""
     root = cq.node.root()
     if root is cq.node:
-        _wake(state, cq)
+        wake_queue(state, cq)
         return
     for member in tree_members(state, root):
         if member is not None:
-            _wake(state, member)
+            wake_queue(state, member)
 
 
 def wake_all(state: State) -> None:
     for cq in state.cluster_queues.values():
-        _wake(state, cq)
+        wake_queue(state, cq)
 
 
-def _wake(state: State, cq: ClusterQueueState) -> None:
+def wake_queue(state: State, cq: ClusterQueueState) -> None:
+    """Retry cq's parked heads (and only cq's)."""
     cq.queue.requeue_all()
     if cq.active and cq.queue.is_ready():
         state.ready[cq.name] = None
