@@ -139,7 +139,9 @@ async def test_kafka_crash_test(kafka_bootstrap: str, kafka_log: KafkaLog, topic
         args=[*CRASH_ARGS, ENGINE_MODES[mode]],
         env={ENV_INSTANCE_ID: f"crash-{uuid.uuid4().hex[:6]}"},  # static membership: restarts rejoin at once
     )
-    code = await run_with_kills(agent, kafka_log, topics.decisions, kill_points(5, 6, n), n - 1)
+    # Kill points in the first three quarters: a kill is only noticed when the harness next reads
+    # the decisions, and near the end a fast agent may have decided the rest by then.
+    code = await run_with_kills(agent, kafka_log, topics.decisions, kill_points(5, 6, n * 3 // 4), n - 1)
     assert code == 0, agent.tail()
     actual = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
     assert agent.kills == 6
