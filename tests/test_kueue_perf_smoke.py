@@ -176,6 +176,8 @@ def test_recorder_matches_a_mini_run_worked_by_hand(batch: bool) -> None:
     assert a.avg_time_to_admission_ms == ((3500 - 1000) + (3500 - 2000)) / 2  # from creation to the latest admission
     assert b.avg_time_to_admission_ms == 0
     assert a.avg_time_to_finish_ms == ((6500 - 1000) + (6500 - 2000)) / 2
+    # With no runner latency every run holds its quota exactly as long as it runs.
+    assert (a.avg_held_past_runtime_ms, b.avg_held_past_runtime_ms, s.held_per_runtime) == (0, 0, 1.0)
 
 
 def test_batches_split_only_between_cohorts_and_keep_the_order_within_one(tiny: generator.Scenario) -> None:
@@ -209,6 +211,11 @@ def test_runner_latency_delays_every_reaction_of_the_mini_run() -> None:
     a, b = s.workload_classes["a"], s.workload_classes["b"]
     assert b.avg_time_to_admission_ms == 100
     assert a.avg_time_to_admission_ms == ((3700 - 1000) + (3700 - 2000)) / 2
+    # Each last run holds its quota 100 ms past its runtime: b 2.6-3.7 s, a0 and a1 3.7-6.8 s,
+    # weighted by request (b 2 cpu, a 1 cpu each): (2 x 1100 + 2 x 3100) / (2 x 1000 + 2 x 3000).
+    assert (a.avg_held_past_runtime_ms, b.avg_held_past_runtime_ms) == (100, 100)
+    assert s.held_per_runtime == pytest.approx(8400 / 8000)
+    assert s.to_json()["heldPerRuntime"] == 1.05
 
 
 def test_a_run_with_rejected_input_says_so(tiny: generator.Scenario) -> None:

@@ -71,6 +71,15 @@ def _beats(s: Summary, m: KueueMeans) -> list[str]:
     return worse
 
 
+def held_line(mode: str, s: Summary) -> str:
+    """How long the finished runs held their quota past their runtimes: the round trip every run
+    pays in real time (zero in virtual time unless --latency-ms models one)."""
+    names = _classes(list(s.workload_classes))
+    past = " / ".join(f"{s.workload_classes[c].avg_held_past_runtime_ms:.0f}" for c in names)
+    return (f"{mode}: quota held past the runtime, avg {' / '.join(names)}: {past} ms; "
+            f"held / runtime {s.held_per_runtime:.3f} (request-weighted)")
+
+
 def rejected_line(mode: str, summary: Summary) -> str | None:
     """A warning when the engine rejected input of the run: the runner sent something it should
     not have (every event of a correct run is accepted)."""
@@ -142,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
                             "realS": r.wall_s, "lagMs": r.lag_ms, "timedOut": r.timed_out,
                             "totalS": time.perf_counter() - began}
         print()
+        for mode, summary in summaries.items():
+            print(held_line(mode, summary))
         for mode, summary in summaries.items():
             line = rejected_line(mode, summary)
             if line is not None:
