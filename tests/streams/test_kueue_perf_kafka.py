@@ -28,4 +28,9 @@ async def test_mini_run_on_kafka_decides_as_the_simulation(kafka_bootstrap: str)
     assert reference.wall_ms <= s.wall_ms < reference.wall_ms + 1500
     q, ref = s.cluster_queue_classes["q"], reference.cluster_queue_classes["q"]
     assert q.usage == pytest.approx(ref.usage, abs=8)
+    # A finish is sent a runtime after the admission was seen and decided after that: every run
+    # holds its quota at least its runtime, and more by the round trips only (the simulation: 1.0).
+    assert reference.held_per_runtime == 1.0
+    assert 1.0 < s.held_per_runtime < 1.5
+    assert all(0 < c.avg_held_past_runtime_ms < 1500 for c in s.workload_classes.values())
     assert run.agent_cpu_s is not None and run.events >= 6
