@@ -220,9 +220,9 @@ class Recorder:
             )
             for name, states in sorted(wl.items())
         }
-        ran = [s for s in self.wl.values() if s.held_ms is not None]
-        runtime = sum(s.request_mcpu * s.runtime_ms for s in ran)
-        held = sum(s.request_mcpu * s.held_ms for s in ran if s.held_ms is not None)
+        runs = [(s.request_mcpu, s.runtime_ms, s.held_ms) for s in self.wl.values() if s.held_ms is not None]
+        runtime = sum(mcpu * ms for mcpu, ms, _ in runs)
+        held = sum(mcpu * ms for mcpu, _, ms in runs)
         return Summary(self.last_finish_ms - self.start_ms, self.done, dict(sorted(classes.items())), wl_classes,
                        dict(self.decisions), self.rejected, held / runtime if runtime else 1.0)
 
