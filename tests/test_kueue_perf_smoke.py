@@ -7,6 +7,10 @@ that the recorder's numbers match a mini run worked out by hand.
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import msgspec
 import pytest
 
 from bench.kueue_perf import config, generator, virtual
@@ -226,3 +230,55 @@ def test_a_run_with_rejected_input_says_so(tiny: generator.Scenario) -> None:
     clean.rejected.append("ns/w: UnknownWorkload: WorkloadReleased: workload ns/w not found")
     line = rejected_line("real", clean)
     assert line is not None and "1 input events were Rejected" in line and "ns/w not found" in line
+
+
+class _AppendLog:
+    """Records the runner's appends; each message gets the next offset (no broker: this checks
+    only the runner's flow control, the Kafka mini run checks it against a real one)."""
+
+    def __init__(self) -> None:
+        self.appends: list[list[bytes]] = []
+
+    async def append(self, topic: str, messages: list[Any]) -> list[int]:
+        first = sum(map(len, self.appends))
+        self.appends.append([m.value for m in messages])
+        return list(range(first, first + len(messages)))
+
+
+async def test_with_a_window_the_runner_waits_for_the_agent_and_sends_what_fell_due_as_one_append(
+        tiny: generator.Scenario) -> None:
+    from bench.kueue_perf import realtime
+    from streams.log import Topics
+
+    log = _AppendLog()
+    run = realtime._Run(tiny, log, Topics("in", "out", "snap"), 1.0, True, window=1)  # type: ignore[arg-type]
+    sender = asyncio.create_task(run.sender())
+    finish = [{"type": "WorkloadFinished", "namespace": "gold-0-0-team-0", "name": f"w{i}"} for i in range(3)]
+    await run.send(finish[:1])
+    await asyncio.sleep(0.01)
+    assert len(log.appends) == 1  # nothing undecided: sent at once
+    await run.send(finish[1:2])
+    await run.send(finish[2:])
+    await asyncio.sleep(0.01)
+    assert len(log.appends) == 1  # offset 0 undecided: both wait
+    run._decided(0)
+    await asyncio.sleep(0.01)
+    assert len(log.appends) == 2 and len(log.appends[1]) == 1  # both in one record: a Batch
+    batch = msgspec.json.decode(log.appends[1][0])
+    assert [e["name"] for e in batch["events"]] == ["w1", "w2"]
+    run._decided(0)  # a decision of an offset already decided changes nothing
+    assert list(run.undecided) == [1]
+    run.finished.set()
+    run.may_send.set()
+    await asyncio.wait_for(sender, 1)
+
+
+async def test_without_a_window_every_send_is_appended_at_once(tiny: generator.Scenario) -> None:
+    from bench.kueue_perf import realtime
+    from streams.log import Topics
+
+    log = _AppendLog()
+    run = realtime._Run(tiny, log, Topics("in", "out", "snap"), 1.0, True, window=0)  # type: ignore[arg-type]
+    for i in range(3):
+        await run.send([{"type": "WorkloadFinished", "namespace": "gold-0-0-team-0", "name": f"w{i}"}])
+    assert len(log.appends) == 3

@@ -22,6 +22,7 @@ from typing import Any
 
 from bench.kueue_perf import config as config_mod
 from bench.kueue_perf import generator, virtual
+from bench.kueue_perf.batching import DEFAULT_WINDOW
 from bench.kueue_perf.recorder import Summary
 from bench.kueue_perf.reference import MEANS, KueueMeans
 
@@ -96,6 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--latency-ms", type=float, default=0.0,
                    help="virtual time: the executor sees each decision this much later (a model of the real-time round trip)")
     p.add_argument("--no-batch", action="store_true", help="send simultaneous events one by one instead of as one Batch")
+    p.add_argument("--window", type=int, default=DEFAULT_WINDOW,
+                   help="real time: at most this many of the runner's records undecided; what falls due "
+                        "meanwhile goes as one append when the agent catches up (0: append as due; default %(default)s)")
     p.add_argument("--bootstrap", default=None, help="Kafka bootstrap HOST:PORT (default: $QUOTAFLOW_KAFKA_BOOTSTRAP or a local broker)")
     p.add_argument("--max-wall", type=float, default=7200.0, help="real time: give up after this many seconds")
     p.add_argument("--progress", action="store_true", help="virtual time: print progress to stderr")
@@ -104,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     names = args.config or ["baseline"]
     batch = not args.no_batch
     report: dict[str, Any] = {"commit": _commit(), "batch": batch, "timeScale": args.time_scale,
-                              "latencyMs": args.latency_ms, "runs": {}}
+                              "latencyMs": args.latency_ms, "window": args.window, "runs": {}}
     print(f"quotaflow at {report['commit']}; simultaneous events {'as one Batch' if batch else 'one by one'}")
     for name in names:
         cfg = config_mod.load(name)
@@ -137,7 +141,8 @@ def main(argv: list[str] | None = None) -> None:
 
             with kafka_bootstrap(args.bootstrap) as bootstrap:
                 began = time.perf_counter()
-                r = asyncio.run(realtime.run(scenario, bootstrap, time_scale=args.time_scale, batch=batch, max_wall_s=args.max_wall))
+                r = asyncio.run(realtime.run(scenario, bootstrap, time_scale=args.time_scale, batch=batch,
+                                               max_wall_s=args.max_wall, window=args.window))
             agent_cpu = f"{r.agent_cpu_s:.1f} s" if r.agent_cpu_s is not None else "?"
             if r.engine_cpu_s is not None:
                 agent_cpu += f" + engine process {r.engine_cpu_s:.1f} s"

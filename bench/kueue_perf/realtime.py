@@ -15,6 +15,7 @@ cost is not scaled, so a compressed run is harder on it than the real one.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import tempfile
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.agent_common import AgentProcess, bench_topics, percentile
-from bench.kueue_perf.batching import Batcher
+from bench.kueue_perf.batching import DEFAULT_WINDOW, Batcher
 from bench.kueue_perf.executor import Executor
 from bench.kueue_perf.generator import Scenario, submitted
 from bench.kueue_perf.recorder import Recorder, Summary
@@ -35,6 +36,7 @@ from streams.kafka_log import KafkaLog
 from streams.log import Message, Topics
 
 SOURCE = "/quotaflow/bench/kueue-perf"
+
 READY = b"kueue-perf: setup published (not JSON: decides Rejected)"
 
 
@@ -79,7 +81,8 @@ def _rfc3339_now() -> str:
 
 
 class _Run:
-    def __init__(self, scenario: Scenario, log: KafkaLog, topics: Topics, time_scale: float, batch: bool) -> None:
+    def __init__(self, scenario: Scenario, log: KafkaLog, topics: Topics, time_scale: float, batch: bool,
+                 window: int = 0) -> None:
         self.scenario = scenario
         self.log = log
         self.topics = topics
@@ -98,6 +101,13 @@ class _Run:
         self.wake = asyncio.Event()
         self.finished = asyncio.Event()
         self.ready_offset = -1
+        # Flow control (window > 0): at most `window` of this runner's records undecided; what
+        # falls due meanwhile waits here and goes as one append when the agent catches up.
+        self.window = window
+        self.queued: list[dict[str, Any]] = []
+        self.undecided: collections.deque[int] = collections.deque()  # appended offsets, in order
+        self.decided_upto = -1  # the agent decides in log order: every offset up to it is decided
+        self.may_send = asyncio.Event()
 
     def now(self) -> float:
         """Scenario milliseconds since t0."""
@@ -117,6 +127,39 @@ class _Run:
         self.appended += len(offsets)
         for o in offsets:
             self.sent_at[o] = at
+            if o > self.decided_upto:
+                self.undecided.append(o)
+
+    async def send(self, events: list[dict[str, Any]]) -> None:
+        """Append now, or with flow control queue for the sender."""
+        if not self.window:
+            await self.append(events)
+            return
+        self.queued.extend(events)
+        self.may_send.set()
+
+    async def sender(self) -> None:
+        """With flow control: append everything queued as one step whenever fewer than `window`
+        of this runner's records wait for the agent. Kueue's scheduler sees at once whatever
+        changed while it was busy; an agent that is still deciding earlier records would only
+        reach these after them anyway, and gets them as one Batch (one scheduling pass)."""
+        while not self.finished.is_set():
+            await self.may_send.wait()
+            self.may_send.clear()
+            if self.queued and len(self.undecided) < self.window:
+                events, self.queued = self.queued, []
+                await self.append(events)
+                self.may_send.set()  # more may have been queued during the append
+
+    def _decided(self, offset: int) -> None:
+        if offset <= self.decided_upto:
+            return
+        self.decided_upto = offset
+        undecided = self.undecided
+        while undecided and undecided[0] <= offset:
+            undecided.popleft()
+        if self.queued and len(undecided) < self.window:
+            self.may_send.set()
 
     async def generate(self) -> None:
         arrivals = self.scenario.arrivals
@@ -138,7 +181,7 @@ class _Run:
             due = self.submissions[first:i]
             for event in due:
                 event["workload"]["metadata"]["creationTimestamp"] = created
-            await self.append(due)
+            await self.send(due)
 
     async def execute(self) -> None:
         while not self.finished.is_set():
@@ -151,7 +194,7 @@ class _Run:
                 continue
             events = self.executor.pop_due(self.now())
             if events:
-                await self.append(events)
+                await self.send(events)
 
     async def read(self) -> None:
         async with await self.log.reader(self.topics.decisions, 0) as reader:
@@ -165,6 +208,8 @@ class _Run:
                     sent = self.sent_at.pop(d.cause.offset, None) if d.cause.index == 0 else None
                     if sent is not None:
                         self.lags.append(now - sent)
+                    if self.window:
+                        self._decided(d.cause.offset)
                     if d.cause.offset == self.ready_offset:
                         continue
                     decided = (r.timestamp_ms - self.t0_epoch_ms) / self.scale if r.timestamp_ms else None
@@ -186,13 +231,13 @@ class _Run:
 
 
 async def run(scenario: Scenario, bootstrap: str, *, time_scale: float = 1.0, batch: bool = True,
-              max_wall_s: float = 7200.0, agent_log: Path | None = None) -> RealRun:
+              max_wall_s: float = 7200.0, agent_log: Path | None = None, window: int = DEFAULT_WINDOW) -> RealRun:
     topics = bench_topics("kueueperf")
     log = KafkaLog(bootstrap)
     await log.ensure_topics(topics.specs(), single_partition=[topics.input, topics.decisions])
     log_path = agent_log or Path(tempfile.gettempdir()) / f"quotaflow-kueue-perf-{topics.input}.log"
     agent = AgentProcess(f"kafka://{bootstrap}", topics, log_path, "--log-level", "warning")
-    state = _Run(scenario, log, topics, time_scale, batch)
+    state = _Run(scenario, log, topics, time_scale, batch, window)
     agent_cpu = engine_cpu = None
     try:
         setup = [event_message(e, source=SOURCE) for e in scenario.setup]
@@ -204,7 +249,7 @@ async def run(scenario: Scenario, bootstrap: str, *, time_scale: float = 1.0, ba
         state.t0 = time.perf_counter()
         state.t0_epoch_ms = time.time() * 1000.0
         state.recorder = Recorder(scenario)
-        tasks = [asyncio.create_task(c) for c in (state.generate(), state.execute(), state.read())]
+        tasks = [asyncio.create_task(c) for c in (state.generate(), state.execute(), state.read(), state.sender())]
         timed_out = False
         try:
             deadline = time.monotonic() + max_wall_s
@@ -221,6 +266,7 @@ async def run(scenario: Scenario, bootstrap: str, *, time_scale: float = 1.0, ba
         finally:
             state.finished.set()
             state.wake.set()
+            state.may_send.set()
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -11,14 +11,16 @@ from __future__ import annotations
 import pytest
 
 from bench.kueue_perf import config, generator, realtime, virtual
+from bench.kueue_perf.batching import DEFAULT_WINDOW
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(60, func_only=True)]
 
 
-async def test_mini_run_on_kafka_decides_as_the_simulation(kafka_bootstrap: str) -> None:
+@pytest.mark.parametrize("window", [0, DEFAULT_WINDOW])
+async def test_mini_run_on_kafka_decides_as_the_simulation(kafka_bootstrap: str, window: int) -> None:
     scenario = generator.generate(config.load("mini"))
     reference = virtual.run(scenario).summary
-    run = await realtime.run(scenario, kafka_bootstrap, time_scale=0.5, max_wall_s=25)
+    run = await realtime.run(scenario, kafka_bootstrap, time_scale=0.5, max_wall_s=25, window=window)
     s = run.summary
     assert not run.timed_out and s.complete
     assert {k: v for k, v in s.decisions.items() if k != "Pending"} == {
