@@ -36,7 +36,6 @@ from streams.kafka_log import KafkaLog
 from streams.log import Message, Topics
 
 SOURCE = "/quotaflow/bench/kueue-perf"
-
 READY = b"kueue-perf: setup published (not JSON: decides Rejected)"
 
 
