@@ -282,3 +282,28 @@ async def test_without_a_window_every_send_is_appended_at_once(tiny: generator.S
     for i in range(3):
         await run.send([{"type": "WorkloadFinished", "namespace": "gold-0-0-team-0", "name": f"w{i}"}])
     assert len(log.appends) == 3
+
+
+def test_virtual_run_with_the_engine_process_gc_thresholds_and_back(capsys: pytest.CaptureFixture[str],
+                                                                     tmp_path: Any) -> None:
+    import gc
+    import json
+
+    from bench.kueue_perf.__main__ import main
+    from streams.engine_child import ENGINE_GC_THRESHOLD
+
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+    real_run = virtual.run
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.get_threshold())
+        return real_run(*args, **kwargs)
+
+    out = tmp_path / "r.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(virtual, "run", spy)
+        main(["--config", "mini", "--gc-threshold", "engine-process", "--json", str(out)])
+    assert seen == [ENGINE_GC_THRESHOLD] and gc.get_threshold() == before
+    assert f"GC thresholds {','.join(map(str, ENGINE_GC_THRESHOLD))}" in capsys.readouterr().out
+    assert json.loads(out.read_text())["gcThreshold"] == "engine-process"

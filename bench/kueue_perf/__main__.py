@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from typing import Any
 
 from bench.kueue_perf import config as config_mod
 from bench.kueue_perf import generator, virtual
+from bench.engine_bench import gc_threshold
 from bench.kueue_perf.batching import DEFAULT_WINDOW
 from bench.kueue_perf.recorder import Summary
 from bench.kueue_perf.reference import MEANS, KueueMeans
@@ -102,14 +104,20 @@ def main(argv: list[str] | None = None) -> None:
                         "meanwhile goes as one append when the agent catches up (0: append as due; default %(default)s)")
     p.add_argument("--bootstrap", default=None, help="Kafka bootstrap HOST:PORT (default: $QUOTAFLOW_KAFKA_BOOTSTRAP or a local broker)")
     p.add_argument("--max-wall", type=float, default=7200.0, help="real time: give up after this many seconds")
+    p.add_argument("--gc-threshold", default="default",
+                   help="virtual time: collector thresholds during the run: default (Python's), engine-process "
+                        "(what the agent's engine process sets) or a,b,c")
     p.add_argument("--progress", action="store_true", help="virtual time: print progress to stderr")
     p.add_argument("--json", dest="json_path", default=None, help="also write every figure to this file")
     args = p.parse_args(argv)
     names = args.config or ["baseline"]
     batch = not args.no_batch
     report: dict[str, Any] = {"commit": _commit(), "batch": batch, "timeScale": args.time_scale,
-                              "latencyMs": args.latency_ms, "window": args.window, "runs": {}}
-    print(f"quotaflow at {report['commit']}; simultaneous events {'as one Batch' if batch else 'one by one'}")
+                              "latencyMs": args.latency_ms, "window": args.window,
+                              "gcThreshold": args.gc_threshold, "runs": {}}
+    threshold = gc_threshold(args.gc_threshold)
+    gc_note = "" if threshold is None else f"; virtual time with GC thresholds {','.join(map(str, threshold))}"
+    print(f"quotaflow at {report['commit']}; simultaneous events {'as one Batch' if batch else 'one by one'}{gc_note}")
     for name in names:
         cfg = config_mod.load(name)
         scenario = generator.generate(cfg)
@@ -128,7 +136,14 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  virtual {now / 1000:8.1f} s: {created:,} created, {events:,} events, {cpu:.1f} s CPU",
                       file=sys.stderr, flush=True)
 
-            v = virtual.run(scenario, batch=batch, latency_ms=args.latency_ms, progress=progress if args.progress else None)
+            old_threshold = gc.get_threshold()
+            if threshold is not None:
+                gc.set_threshold(*threshold)
+            try:
+                v = virtual.run(scenario, batch=batch, latency_ms=args.latency_ms,
+                                progress=progress if args.progress else None)
+            finally:
+                gc.set_threshold(*old_threshold)
             extra = f"{v.cpu_s:.2f} s CPU ({v.engine_cpu_s:.2f} s in the engine), {v.events:,} input events"
             label = "quotaflow, virtual time" + (f" (runner latency {args.latency_ms:g} ms)" if args.latency_ms else "")
             print(_row(label, v.summary, extra), flush=True)
