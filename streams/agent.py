@@ -82,6 +82,7 @@ from streams.settings import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SNAPSHOT_EVERY,
     DEFAULT_SNAPSHOT_INTERVAL_S,
+    DEFAULT_STEP_BYTES,
     default_engine_process,
 )
 from streams.snapshots import SnapshotUnusable, chunk_messages, read_latest
@@ -117,6 +118,10 @@ class AgentConfig:
     snapshot_every_events: int = DEFAULT_SNAPSHOT_EVERY
     snapshot_every_seconds: float = DEFAULT_SNAPSHOT_INTERVAL_S
     max_batch: int = DEFAULT_MAX_BATCH
+    # One read's live records go to the engine in steps of about this many bytes (each at least
+    # one record), so that the decisions of a large record are committed while the engine folds
+    # the next, instead of every record of the read waiting for the last one.
+    step_bytes: int = DEFAULT_STEP_BYTES
     poll_timeout: float = 0.2
     standby: bool = True
     retry_backoff: float = 0.5
@@ -190,6 +195,23 @@ class _Group:
         if step.last >= 0:
             self.step.last = step.last
         self.step.snapshot_at = step.snapshot_at
+
+
+def _steps(records: list[Record], step_bytes: int) -> list[list[Record]]:
+    """Consecutive runs of records of about `step_bytes` each (one record at least); [[]] for
+    none, which a snapshot alone still needs."""
+    parts: list[list[Record]] = []
+    part: list[Record] = []
+    size = 0
+    for r in records:
+        n = len(r.value or b"")
+        if part and size + n > step_bytes:
+            parts.append(part)
+            part, size = [], 0
+        part.append(r)
+        size += n
+    parts.append(part)
+    return parts
 
 
 def _enabled(log: Any, level: int) -> bool:
@@ -507,15 +529,19 @@ class Agent:
                     for record in live:
                         log.debug("input event", offset=record.offset, type=ce_type(record), key=record.key)
                 if live or snapshot:
-                    handed.append(
-                        _Step(
-                            engine.apply(live, snapshot=snapshot, time=now_rfc3339().encode()),
-                            live=True,
-                            events=len(live),
-                            last=live[-1].offset if live else -1,
-                            snapshot_at=folded if snapshot else None,
+                    parts = _steps(live, cfg.step_bytes)
+                    now = now_rfc3339().encode()
+                    for k, part in enumerate(parts):
+                        last_part = k == len(parts) - 1
+                        handed.append(
+                            _Step(
+                                engine.apply(part, snapshot=snapshot and last_part, time=now),
+                                live=True,
+                                events=len(part),
+                                last=part[-1].offset if part else -1,
+                                snapshot_at=folded if snapshot and last_part else None,
+                            )
                         )
-                    )
                 if snapshot:
                     since_snapshot = 0
                     last_snapshot_time = time.monotonic()

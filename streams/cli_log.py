@@ -190,6 +190,11 @@ def register(app: typer.Typer) -> None:
         max_batch: int = typer.Option(
             defaults.DEFAULT_MAX_BATCH, envvar=defaults.ENV_MAX_BATCH, help="at most this many input events per transaction"
         ),
+        step_bytes: int = typer.Option(
+            defaults.DEFAULT_STEP_BYTES, envvar=defaults.ENV_STEP_BYTES, min=1,
+            help="hand the engine a read's input in steps of about this many bytes: a large record's "
+            "decisions are committed while the engine folds the next",
+        ),
         engine_process: bool | None = typer.Option(
             None,
             "--engine-process/--no-engine-process",
@@ -223,6 +228,7 @@ def register(app: typer.Typer) -> None:
             snapshot_every_seconds=snapshot_interval,
             standby=standby,
             max_batch=max_batch,
+            step_bytes=step_bytes,
             engine_process=defaults.default_engine_process() if engine_process is None else engine_process,
         )
         runner = Agent(log, config)

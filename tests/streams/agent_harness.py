@@ -150,10 +150,12 @@ async def wait_for_cause(log: EventLog, topic: str, offset: int, timeout: float,
 
 
 # The crash tests' agent settings: small transactions and a snapshot every few of them put the
-# kills at every kind of point (mid-transaction, right after a commit, between snapshots).
+# kills at every kind of point (mid-transaction, right after a commit, between snapshots); small
+# engine steps split every read into several (some of a read committed, some not).
 SNAPSHOT_EVERY = 3000
 MAX_BATCH = 500
-CRASH_ARGS = ["--snapshot-every", str(SNAPSHOT_EVERY), "--max-batch", str(MAX_BATCH)]
+STEP_BYTES = 16 * 1024
+CRASH_ARGS = ["--snapshot-every", str(SNAPSHOT_EVERY), "--max-batch", str(MAX_BATCH), "--step-bytes", str(STEP_BYTES)]
 
 
 # The agent's two engine modes (streams/engine_host.py), as `quotaflow agent` flags.

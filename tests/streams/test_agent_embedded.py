@@ -44,11 +44,13 @@ def scenario_files() -> list[Path]:
     return sorted(p for p in SCENARIOS.rglob("*.yaml") if not p.name.endswith(".expected.yaml"))
 
 
-@pytest.mark.parametrize("mode", ["inprocess", "process"])
+@pytest.mark.parametrize("mode", ["inprocess", "process", "process-steps"])
 async def test_every_conformance_scenario_through_the_agent_equals_replay(tmp_path: Path, mode: str) -> None:
     files = scenario_files()
     assert files
-    if mode == "process":
+    # process-steps: every record its own engine step, so every read is split.
+    step_bytes = 1 if mode == "process-steps" else AgentConfig(Topics("", "", "")).step_bytes
+    if mode != "inprocess":
         # Every tenth: an engine process per scenario costs a Python start (~0.3 s) each.
         files = files[::10]
     log = SqliteLog(tmp_path / "conformance.db")
@@ -63,7 +65,8 @@ async def test_every_conformance_scenario_through_the_agent_equals_replay(tmp_pa
             expected = decided(events)
             topics = Topics(f"s{n}.events", f"s{n}.decisions", f"s{n}.snapshots")
             await write_input(log, topics.input, events)
-            agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=3, engine_process=mode == "process"))
+            agent = Agent(log, AgentConfig(topics, standby=False, snapshot_every_events=3,
+                                           engine_process=mode != "inprocess", step_bytes=step_bytes))
             task = asyncio.create_task(agent.run())
             await agent.wait_processed(len(events) - 1, timeout=30)
             agent.stop()
