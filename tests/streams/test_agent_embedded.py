@@ -33,6 +33,7 @@ from streams.agent import Agent, AgentConfig
 from streams.event_files import read_events
 from streams.generate import generated_events
 from streams.log import Topics
+from streams.settings import DEFAULT_STEP_BYTES
 from streams.sqlite_log import SqliteLog
 
 pytestmark = pytest.mark.timeout(120, func_only=True)
@@ -49,7 +50,7 @@ async def test_every_conformance_scenario_through_the_agent_equals_replay(tmp_pa
     files = scenario_files()
     assert files
     # process-steps: every record its own engine step, so every read is split.
-    step_bytes = 1 if mode == "process-steps" else AgentConfig(Topics("", "", "")).step_bytes
+    step_bytes = 1 if mode == "process-steps" else DEFAULT_STEP_BYTES
     if mode != "inprocess":
         # Every tenth: an engine process per scenario costs a Python start (~0.3 s) each.
         files = files[::10]
