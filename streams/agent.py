@@ -52,8 +52,8 @@ The engine can run in a child process (`streams/engine_host.py`, `streams/engine
 whole batches of raw input values, answering with encoded decision payloads (and snapshot
 chunks), so that while it folds batch N this process commits batch N-1 and reads batch N+1: the
 engine's CPU and the shell's overlap instead of adding up. A batch is at most `step_bytes` of one
-read's input (one record at least), so a read of several large records is committed record by
-record as the engine folds them. Nothing above changes: the child is
+read's input (one record at least), so that the decisions of a read's first large records are
+committed while the engine folds the rest. Nothing above changes: the child is
 part of the engine state that is never trusted past a failure. Recovery restores the snapshot
 into the child, folds S+1..P there without emitting and checks the last decision; the child's
 state runs ahead of what is committed, which is harmless because progress is read from the
