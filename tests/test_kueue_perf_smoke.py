@@ -290,7 +290,9 @@ def test_virtual_run_with_the_engine_process_gc_thresholds_and_back(capsys: pyte
     import json
 
     from bench.kueue_perf.__main__ import main
+    from bench.kueue_perf.batching import DEFAULT_WINDOW
     from streams.engine_child import ENGINE_GC_THRESHOLD
+    from streams.settings import DEFAULT_STEP_BYTES, ENV_STEP_BYTES
 
     before = gc.get_threshold()
     seen: list[tuple[int, int, int]] = []
@@ -302,8 +304,11 @@ def test_virtual_run_with_the_engine_process_gc_thresholds_and_back(capsys: pyte
 
     out = tmp_path / "r.json"
     with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(ENV_STEP_BYTES, raising=False)
         mp.setattr(virtual, "run", spy)
         main(["--config", "mini", "--gc-threshold", "engine-process", "--json", str(out)])
     assert seen == [ENGINE_GC_THRESHOLD] and gc.get_threshold() == before
     assert f"GC thresholds {','.join(map(str, ENGINE_GC_THRESHOLD))}" in capsys.readouterr().out
-    assert json.loads(out.read_text())["gcThreshold"] == "engine-process"
+    report = json.loads(out.read_text())
+    assert report["gcThreshold"] == "engine-process"
+    assert report["agentStepBytes"] == DEFAULT_STEP_BYTES and report["window"] == DEFAULT_WINDOW

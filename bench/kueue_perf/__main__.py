@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ from bench.kueue_perf import config as config_mod
 from bench.kueue_perf import generator, virtual
 from bench.engine_bench import gc_threshold
 from bench.kueue_perf.batching import DEFAULT_WINDOW
+from streams.settings import DEFAULT_STEP_BYTES, ENV_STEP_BYTES
 from bench.kueue_perf.recorder import Summary
 from bench.kueue_perf.reference import MEANS, KueueMeans
 
@@ -114,7 +116,10 @@ def main(argv: list[str] | None = None) -> None:
     batch = not args.no_batch
     report: dict[str, Any] = {"commit": _commit(), "batch": batch, "timeScale": args.time_scale,
                               "latencyMs": args.latency_ms, "window": args.window,
-                              "gcThreshold": args.gc_threshold, "runs": {}}
+                              "gcThreshold": args.gc_threshold,
+                              # The agent of a real run reads its settings from the environment.
+                              "agentStepBytes": int(os.environ.get(ENV_STEP_BYTES, DEFAULT_STEP_BYTES)),
+                              "runs": {}}
     threshold = gc_threshold(args.gc_threshold)
     gc_note = "" if threshold is None else f"; virtual time with GC thresholds {','.join(map(str, threshold))}"
     print(f"quotaflow at {report['commit']}; simultaneous events {'as one Batch' if batch else 'one by one'}{gc_note}")
