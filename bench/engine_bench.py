@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import cProfile
 import gc
 import heapq
@@ -772,17 +773,24 @@ def gc_threshold(choice: str) -> tuple[int, int, int] | None:
     return a, b, c
 
 
+@contextlib.contextmanager
+def gc_thresholds(threshold: tuple[int, int, int] | None) -> Iterator[None]:
+    """The collector at these thresholds (None: as it is) inside, as it was after."""
+    old = gc.get_threshold()
+    if threshold is not None:
+        gc.set_threshold(*threshold)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def measure(
     variants: dict[str, Variant], modes: Sequence[str], repeat: int, workloads: int, progress: bool,
     gc_freeze: bool = False, threshold: tuple[int, int, int] | None = None,
 ) -> list[Run]:
-    old_threshold = gc.get_threshold()
-    if threshold is not None:
-        gc.set_threshold(*threshold)
-    try:
+    with gc_thresholds(threshold):
         return _measure(variants, modes, repeat, workloads, progress, gc_freeze)
-    finally:
-        gc.set_threshold(*old_threshold)
 
 
 def _measure(

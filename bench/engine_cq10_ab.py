@@ -71,13 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ratios = []
     for r in range(args.rounds):
-        old = gc.get_threshold()
-        if threshold is not None:
-            gc.set_threshold(*threshold)
-        try:
+        with eb.gc_thresholds(threshold):
             cpu_base, cpu_cq10 = fold_interleaved(base, cq10, args.parts)
-        finally:
-            gc.set_threshold(*old)
         rate_base, rate_cq10 = base.window / cpu_base, len(cq10.stream) / cpu_cq10
         ratios.append(rate_cq10 / rate_base)
         print(

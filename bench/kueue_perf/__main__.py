@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import os
 import subprocess
@@ -22,13 +21,13 @@ import sys
 import time
 from typing import Any
 
+from bench.engine_bench import gc_threshold, gc_thresholds
 from bench.kueue_perf import config as config_mod
 from bench.kueue_perf import generator, virtual
-from bench.engine_bench import gc_threshold
 from bench.kueue_perf.batching import DEFAULT_WINDOW
-from streams.settings import DEFAULT_STEP_BYTES, ENV_STEP_BYTES
 from bench.kueue_perf.recorder import Summary
 from bench.kueue_perf.reference import MEANS, KueueMeans
+from streams.settings import DEFAULT_STEP_BYTES, ENV_STEP_BYTES
 
 CLASS_ORDER = ("large", "medium", "small")
 
@@ -141,14 +140,9 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  virtual {now / 1000:8.1f} s: {created:,} created, {events:,} events, {cpu:.1f} s CPU",
                       file=sys.stderr, flush=True)
 
-            old_threshold = gc.get_threshold()
-            if threshold is not None:
-                gc.set_threshold(*threshold)
-            try:
+            with gc_thresholds(threshold):
                 v = virtual.run(scenario, batch=batch, latency_ms=args.latency_ms,
                                 progress=progress if args.progress else None)
-            finally:
-                gc.set_threshold(*old_threshold)
             extra = f"{v.cpu_s:.2f} s CPU ({v.engine_cpu_s:.2f} s in the engine), {v.events:,} input events"
             label = "quotaflow, virtual time" + (f" (runner latency {args.latency_ms:g} ms)" if args.latency_ms else "")
             print(_row(label, v.summary, extra), flush=True)

@@ -81,7 +81,7 @@ def _rfc3339_now() -> str:
 
 class _Run:
     def __init__(self, scenario: Scenario, log: KafkaLog, topics: Topics, time_scale: float, batch: bool,
-                 window: int = 0) -> None:
+                 window: int) -> None:
         self.scenario = scenario
         self.log = log
         self.topics = topics
@@ -157,8 +157,7 @@ class _Run:
         undecided = self.undecided
         while undecided and undecided[0] <= offset:
             undecided.popleft()
-        if self.queued and len(undecided) < self.window:
-            self.may_send.set()
+        self.may_send.set()  # the sender decides whether that is room enough
 
     async def generate(self) -> None:
         arrivals = self.scenario.arrivals
