@@ -312,3 +312,16 @@ def test_virtual_run_with_the_engine_process_gc_thresholds_and_back(capsys: pyte
     report = json.loads(out.read_text())
     assert report["gcThreshold"] == "engine-process"
     assert report["agentStepBytes"] == DEFAULT_STEP_BYTES and report["window"] == DEFAULT_WINDOW
+
+
+def test_the_real_time_runner_runs_its_clock_with_its_setup_frozen_and_then_thaws_it() -> None:
+    import gc
+
+    from bench.kueue_perf.realtime import RUNNER_GC_THRESHOLD, _quiet_collector
+
+    before = gc.get_threshold()
+    setup = [[i] for i in range(1000)]  # container objects the collector would otherwise walk
+    with _quiet_collector():
+        assert gc.get_freeze_count() >= len(setup)
+        assert gc.get_threshold() == RUNNER_GC_THRESHOLD
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
