@@ -177,6 +177,9 @@ class PendingQueue:
         if needs is None or self.strict:
             self.generic[cls] = None
             return
+        self._file(cls, needs)
+
+    def _file(self, cls: int, needs: tuple[str, int]) -> None:
         resource, amount = needs
         self.serial += 1
         self.waiting_for[cls] = (resource, amount, self.serial)
@@ -260,14 +263,25 @@ class PendingQueue:
         self.thresholds.clear()
         return True
 
-    def restore_parked(self, cls: int, status: Status) -> None:
-        """Re-establish a parked class (by id) when restoring a snapshot."""
+    def restore_parked(self, cls: int, status: Status, needs: tuple[str, int] | None = None) -> None:
+        """Re-establish a parked class (by id) when restoring a snapshot, filed as it was:
+        generic, or under the resource and amount it waits for (`filing`). Restored generic, a
+        class filed by resource would wake on a release where the original sleeps, and the next
+        class of its queue would head it a cycle later than in the original."""
         if not self.strict:
             head = self.classes[cls].first()
             if (head, cls) in self.ready:
                 self.ready.remove((head, cls))
         self.parked[cls] = status
-        self.generic[cls] = None  # refiled by resource, if it still cannot fit, on its next wake
+        if needs is None or self.strict:
+            self.generic[cls] = None
+        else:
+            self._file(cls, needs)
+
+    def filing(self, cls: int) -> tuple[str, int] | None:
+        """What a parked class waits for, if it is filed by resource (None: generic)."""
+        filed = self.waiting_for.get(cls)
+        return None if filed is None else (filed[0], filed[1])
 
     def is_ready(self) -> bool:
         return self.head() is not None

@@ -23,7 +23,8 @@ from domain.quota import fr_key
 from domain.state import Admission, WorkloadState
 from domain.workload import WorkloadSpec
 
-FORMAT_VERSION = 1
+# 2: parked classes keep their filing by resource (QueueSnap.filed).
+FORMAT_VERSION = 2
 
 
 class AdmissionSnap(msgspec.Struct, array_like=True):
@@ -54,6 +55,9 @@ class QueueSnap(msgspec.Struct, array_like=True):
     parked: list[tuple[str, tuple[str, str]]]  # (a member of the parked class, status)
     blocked: bool
     sticky: str | None
+    # (a member of the class, resource, amount) of each parked class filed by resource: a class
+    # restored generic would wake where the original sleeps.
+    filed: list[tuple[str, str, int]]
 
 
 class Snapshot(msgspec.Struct):
@@ -109,8 +113,15 @@ def dump(engine: Engine) -> bytes:
     queues = []
     for cq in state.cluster_queues.values():
         q = cq.queue
-        parked = [(q.classes[cls].first()[3], status) for cls, status in q.parked.items()]
-        queues.append(QueueSnap(cq.name, list(cq.admitted), parked, q.blocked, cq.sticky))
+        parked = []
+        filed = []
+        for cls, status in q.parked.items():
+            member = q.classes[cls].first()[3]
+            parked.append((member, status))
+            needs = q.filing(cls)
+            if needs is not None:
+                filed.append((member, needs[0], needs[1]))
+        queues.append(QueueSnap(cq.name, list(cq.admitted), parked, q.blocked, cq.sticky, filed))
     snap = Snapshot(
         version=FORMAT_VERSION,
         objects=[(key, _plain(obj)) for key, obj in state.objects.items()],
@@ -168,8 +179,9 @@ def load(data: bytes) -> Engine:
         cq.admitted = dict.fromkeys(q.admitted)
         for key in q.admitted:
             cq.candidates.add(state.workloads[key])  # derived: rebuilt, not stored
+        needs = {member: (resource, amount) for member, resource, amount in q.filed}
         for member, status in q.parked:
-            cq.queue.restore_parked(cq.queue.class_of[member], status)
+            cq.queue.restore_parked(cq.queue.class_of[member], status, needs.get(member))
         if q.blocked:
             cq.queue.restore_blocked()
         cq.sticky = q.sticky
