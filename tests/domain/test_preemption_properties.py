@@ -40,7 +40,9 @@ from draining import admitted_alone, drain
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from domain.decisions import encode
 from domain.engine import Engine
+from domain.snapshot import dump, load
 
 V1 = "kueue.x-k8s.io/v1beta1"
 PRIORITIES = (0, 1, 2, 3)
@@ -331,7 +333,8 @@ def apply_bounded(engine: Engine, event: dict[str, Any], offset: int) -> list[di
         signal.signal(signal.SIGALRM, previous)
 
 
-def run(data: st.DataObject, steps: int, fit: bool = False, sticky: bool = False, drain: bool = False) -> None:
+def run(data: st.DataObject, steps: int, fit: bool = False, sticky: bool = False, drain: bool = False,
+        restore_every: int = 0) -> None:
     layout = data.draw(layouts(), label="layout")
     engine = Engine()
     log: list[dict[str, Any]] = []
@@ -347,6 +350,8 @@ def run(data: st.DataObject, steps: int, fit: bool = False, sticky: bool = False
         _drive(data, layout, apply, steps, fit, sticky)
         if drain:
             _drain_and_check(engine, apply, log)
+        if restore_every:
+            _check_restores(log, restore_every)
     except AssertionError as exc:
         # A replayable input log beats a shrunk draw list: `quotaflow replay FILE`.
         fd, path = tempfile.mkstemp(prefix="preemption-counterexample-", suffix=".jsonl")
@@ -402,6 +407,21 @@ def _drive(data: st.DataObject, layout: Layout, apply: Any, steps: int, fit: boo
             event = {"type": "WorkloadReleased", "namespace": ns, "name": name}
         apply_decisions(model, apply(event), f"event {offset} {event['type']} {key}")
         offset += 1
+
+
+def _check_restores(log: list[dict[str, Any]], every: int) -> None:
+    """Property 6: an engine restored from a snapshot taken after any event decides the rest of
+    the log exactly as the engine it was taken from (what the agent relies on after a crash)."""
+    def decide(engine: Engine, start: int, stop: int) -> list[bytes]:
+        return [encode(d) for offset in range(start, stop) for d in engine.apply(log[offset], offset)]
+
+    expected = decide(Engine(), 0, len(log))
+    engine = Engine()
+    head: list[bytes] = []
+    for cut in range(every, len(log), every):
+        head += decide(engine, cut - every, cut)
+        tail = decide(load(dump(engine)), cut, len(log))
+        assert head + tail == expected, f"a snapshot taken after offset {cut - 1} decides differently"
 
 
 def _drain_and_check(engine: Engine, apply: Any, log: list[dict[str, Any]]) -> None:
@@ -470,6 +490,13 @@ def test_a_drained_cluster_leaves_nothing_waiting(data: st.DataObject) -> None:
     workload finished, no pending workload could have been admitted alone (no queue sleeps
     through the releases)."""
     run(data, steps=45, drain=True)
+
+
+@bounded(40)
+@given(st.data())
+def test_a_restored_snapshot_decides_like_the_engine_it_was_taken_from(data: st.DataObject) -> None:
+    """Property 6: snapshots taken every 3 events, each restored and run to the end of the log."""
+    run(data, steps=45, restore_every=3)
 
 
 def test_immediate_release_preemption_cycle_terminates() -> None:
