@@ -87,7 +87,15 @@ def unroute(state: State, ws: WorkloadState) -> None:
         cq.queue.remove(ws.order_key)
         ws.queued = False
         ws.cluster_queue = None
-        if cq.queue.strict and cq.queue.is_ready():
+        if cq.sticky == ws.key:
+            # The preemptor that held the head while it waited for its victims is gone (deleted,
+            # deactivated, moved): the queue's next head gets its turn. `heads` dropped the queue
+            # from `ready` while it waited, and nothing else would put it back.
+            cq.sticky = None
+            state.waiting_preemptors.pop(cq.name, None)
+            if cq.active and cq.queue.is_ready():
+                state.ready[cq.name] = None
+        elif cq.queue.strict and cq.queue.is_ready():
             state.ready[cq.name] = None  # the StrictFIFO head that held the queue is gone
     unpark(state, ws)
 
