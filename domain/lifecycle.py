@@ -10,7 +10,8 @@ from __future__ import annotations
 from domain import reasons
 from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased, QuotaReserved
 from domain.emitter import Emitter
-from domain.objects import IMMEDIATE
+from domain.objects import IMMEDIATE, NEVER
+from domain.preemption import never_preempts
 from domain.queues import Status
 from domain.quota import FR, QuotaNode
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
@@ -109,6 +110,8 @@ def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, 
     ws.admission = admission
     ws.last_status = None
     cq.candidates.add(ws)
+    if cq.queue.waiting_for and cq.spec.preemption.within_cluster_queue != NEVER:
+        cq.queue.candidate_admitted(ws.priority)
     state.admitted_roots[id(cq.node.root())] = None
     admission.checks = applicable_checks(cq, admission)
     admission.admitted = not admission.checks
@@ -169,6 +172,11 @@ def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]
         if not queue.parked and queue.blocker is None:
             continue
         filed = queue.thresholds
+        if filed and member is cq and not never_preempts(cq):
+            # Its own usage went down: a head filed there because it would borrow may reclaim now.
+            if queue.requeue_all() and member.active:
+                state.ready[member.name] = None
+            continue
         if not filed:
             if queue.wake_released(_NOTHING_FILED) and member.active:
                 state.ready[member.name] = None

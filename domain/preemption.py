@@ -426,7 +426,7 @@ class ClassicalPreemptor:
             # one level gives every queue to hierarchy if the preemptor fits in its own nominal
             # quota, else to priority.
             hierarchy, priority = [], []
-            advantage = _within_quota(cq.node, requests)
+            advantage = within_quota(cq.node, requests)
             shared_kind = 0 if advantage else 1
             if (same_queue and cq.candidates.admitted_at(self.state.offset)) or any(
                 m is not cq for m in cohort.admitted_now
@@ -436,7 +436,7 @@ class ClassicalPreemptor:
             # first read: a search that reads none of them (a queue over its nominal quota
             # without borrowWithinCohort only looks at its own) leaves them unmade. Making them
             # reads, and changes, nothing else, and nothing changes during the nomination.
-            if shared_kind == 1 and policy.borrow_within_cohort == NEVER and not _own_may_yield(cq, ws):
+            if shared_kind == 1 and policy.borrow_within_cohort == NEVER and not own_may_yield(cq, ws):
                 # No target can be found: the preemptor does not fit in its own nominal quota,
                 # so it borrows (the same test, usage + request > subtree quota), and its own
                 # queue holds no candidate under its policy. In an attempt with borrowing, the
@@ -871,7 +871,7 @@ def _path_valid(c: _Candidate, frs: list[FR]) -> bool:
     return True
 
 
-def _own_may_yield(cq: ClusterQueueState, preemptor: WorkloadState) -> bool:
+def own_may_yield(cq: ClusterQueueState, preemptor: WorkloadState) -> bool:
     """Could the preemptor's own queue give a candidate stream (`ClassicalPreemptor._stream`
     of its own queue, evicted or not)?"""
     policy = cq.spec.preemption.within_cluster_queue
@@ -881,7 +881,7 @@ def _own_may_yield(cq: ClusterQueueState, preemptor: WorkloadState) -> bool:
     return cq.candidates.holds(True, bound) or cq.candidates.holds(False, bound)
 
 
-def _within_quota(node: QuotaNode, requests: dict[FR, int]) -> bool:
+def within_quota(node: QuotaNode, requests: dict[FR, int]) -> bool:
     """Do the requests fit in the node's own subtree quota (Kueue's fitInQuota)? Alone on the
     per-search hot path; `_fit_in_quota` adds what remains beyond the node's local quota."""
     subtree, usage = node.subtree, node.usage
@@ -893,4 +893,4 @@ def _within_quota(node: QuotaNode, requests: dict[FR, int]) -> bool:
 
 def _fit_in_quota(node: QuotaNode, requests: dict[FR, int]) -> tuple[bool, dict[FR, int]]:
     remaining = {fr: max(0, value - node.local_available(fr)) for fr, value in requests.items()}
-    return _within_quota(node, requests), remaining
+    return within_quota(node, requests), remaining

@@ -188,6 +188,21 @@ class PendingQueue:
             index = self.thresholds[resource] = []
         _insort(index, (amount, self.serial, cls))
 
+    def candidate_admitted(self, priority: int) -> None:
+        """A workload of this priority now holds quota in this (preemptive) queue: the classes
+        filed by resource whose heads it may yield to as a preemption candidate (priority at
+        most theirs, whatever the policy) wait for any change again, as before they were filed
+        (`Scheduler._still_hopeless`)."""
+        if not self.waiting_for:
+            return
+        for cls in [c for c in self.waiting_for if -self.classes[c].first()[0] >= priority]:
+            resource, amount, serial = self.waiting_for.pop(cls)
+            index = self.thresholds[resource]
+            _remove(index, (amount, serial, cls))
+            if not index:
+                del self.thresholds[resource]
+            self.generic[cls] = None
+
     def _unfile(self, cls: int) -> None:
         self.parked.pop(cls, None)
         self.generic.pop(cls, None)

@@ -33,7 +33,14 @@ from domain.flavor_assigner import (
 )
 from domain.lifecycle import admit, evict, set_pending
 from domain.objects import ANY, FAIR_SHARING, NEVER
-from domain.preemption import ClassicalPreemptor, Target, never_preempts, preemption_message
+from domain.preemption import (
+    ClassicalPreemptor,
+    Target,
+    never_preempts,
+    own_may_yield,
+    preemption_message,
+    within_quota,
+)
 from domain.quantity import format_amount
 from domain.quota import FR, QuotaNode, borrowing_level, fr_key
 from domain.queues import Status
@@ -334,21 +341,31 @@ class Scheduler:
             cq.node.add_usages(hold, -1)
 
     def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState) -> tuple[str, int] | None:
-        """A woken head that was waiting for quota, in a ClusterQueue that cannot preempt, and
-        for which some pod set's request of some resource exceeds what every flavor has
-        available: it cannot fit, so its answer is the one it had. Skipping the full flavor
-        assignment here is what keeps a finish cheap when large workloads wait.
+        """A woken head that was waiting for quota, which no preemption can help now, and for
+        which some pod set's request of some resource exceeds what every flavor has available:
+        it cannot fit, so its answer is the one it had. Skipping the full flavor assignment here
+        is what keeps a finish cheap when large workloads wait.
 
-        Under fair sharing as under Classical. Kueue would evaluate it in this cycle; unevaluated,
-        it reserves no room and takes no part in the tournament (CONTRACT, "Waiting without
-        re-evaluation": a departure the admission issue asks for).
+        No preemption can help a head in a ClusterQueue that cannot preempt, or (Classical)
+        one whose own queue holds no candidate under its policy and that cannot reclaim from
+        its cohort because it would borrow (`_cannot_preempt`). What could change that wakes it
+        again: a release in its own queue (lifecycle.wake_after_release), a candidate admitted
+        there (PendingQueue.candidate_admitted), a priority or configuration change (wake_tree).
+
+        Under fair sharing as under Classical for non-preemptive queues. Kueue would evaluate it
+        in this cycle; unevaluated, it reserves no room and takes no part in the tournament
+        (CONTRACT, "Waiting without re-evaluation": a departure the admission issue asks for).
 
         Returns the (resource, amount) it waits for, or None if it may fit and must be tried."""
-        if ws.last_status is None or ws.last_status[0] != reasons.WAITING_FOR_QUOTA:
+        last = ws.last_status
+        if last is None or last[0] != reasons.WAITING_FOR_QUOTA:
             return None
         policy = cq.spec.preemption
         if policy.within_cluster_queue != NEVER or policy.reclaim_within_cohort != NEVER:
-            return None
+            # Its status is what workloads of its class that arrive meanwhile are told: not
+            # what one cycle's competition said of it, but a flavor assignment's answer.
+            if last[1] in _CYCLE_MESSAGES or not self._cannot_preempt(cq, ws):
+                return None
         node = cq.node
         for ps in ws.spec.pod_sets:
             count = ps.min_count if ps.min_count is not None else ps.count
@@ -363,6 +380,37 @@ class Scheduler:
                 else:
                     return res, need
         return None
+
+    def _cannot_preempt(self, cq: ClusterQueueState, ws: WorkloadState) -> bool:
+        """Classical preemption, as `ClassicalPreemptor.targets` decides it, finds no target for
+        this head whatever the quota available: its own queue holds no candidate under
+        withinClusterQueue, and reclaiming within its (flat) cohort would need it not to borrow,
+        which it would, while borrowWithinCohort is Never (the early "no target" of `ClassicalPreemptor.targets`). Only
+        with one flavor per resource group and no partial admission, where its requests are the
+        same whatever is assigned."""
+        if self.fair or cq.sticky == ws.key:
+            return False
+        policy = cq.spec.preemption
+        if policy.borrow_within_cohort != NEVER or own_may_yield(cq, ws):
+            return False
+        parent = cq.node.parent
+        if parent is None or policy.reclaim_within_cohort == NEVER:
+            return True
+        if parent.parent is not None:
+            return False  # a hierarchy: reclaiming is decided level by level
+        requests: dict[FR, int] = {}
+        for ps in ws.spec.pod_sets:
+            if ps.min_count is not None and ps.min_count != ps.count:
+                return False
+            for res, per_pod in ps.per_pod:
+                group = cq.groups.get(res)
+                if group is None or per_pod <= 0:
+                    continue
+                if len(group.flavors) != 1:
+                    return False
+                fr = fr_key(group.flavors[0].name, res)
+                requests[fr] = requests.get(fr, 0) + per_pod * ps.count
+        return not within_quota(cq.node, requests)
 
     def _preempt(self, out: Emitter, entry: Entry, victims: dict[str, None],
                  gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]]) -> int:
@@ -460,6 +508,10 @@ class Scheduler:
             (reasons.WAITING_FOR_PREEMPTED_WORKLOADS, reasons.MSG_DEFERRED_FIT),
             again.assignment,
         )
+
+
+# Statuses a head gets from its place in one cycle rather than from its own evaluation.
+_CYCLE_MESSAGES = frozenset((reasons.MSG_NO_LONGER_FITS, reasons.MSG_OVERLAPPING_TARGETS))
 
 
 def schedule(state: State, out: Emitter) -> None:
