@@ -360,12 +360,21 @@ class Scheduler:
         last = ws.last_status
         if last is None or last[0] != reasons.WAITING_FOR_QUOTA:
             return None
+        short = self._short_of(cq, ws)
+        if short is None:
+            return None
         policy = cq.spec.preemption
         if policy.within_cluster_queue != NEVER or policy.reclaim_within_cohort != NEVER:
             # Its status is what workloads of its class that arrive meanwhile are told: not
             # what one cycle's competition said of it, but a flavor assignment's answer.
             if last[1] in _CYCLE_MESSAGES or not self._cannot_preempt(cq, ws):
                 return None
+        return short
+
+    @staticmethod
+    def _short_of(cq: ClusterQueueState, ws: WorkloadState) -> tuple[str, int] | None:
+        """The first (resource, amount) some pod set asks for more of than every flavor of its
+        resource group has available; None if there is none (it may fit)."""
         node = cq.node
         for ps in ws.spec.pod_sets:
             count = ps.min_count if ps.min_count is not None else ps.count
