@@ -21,6 +21,7 @@ ops = st.lists(
         st.tuples(st.just("wake"), st.just(0), st.just(0)),
         st.tuples(st.just("park_for"), st.integers(0, 1), st.integers(0, 5)),  # resource, amount
         st.tuples(st.just("release"), st.integers(0, 1), st.integers(-1, 5)),  # resource, available
+        st.tuples(st.just("candidate"), st.integers(0, 3), st.just(0)),  # priority admitted
     ),
     max_size=60,
 )
@@ -92,6 +93,13 @@ def test_queue_matches_model(operations: list[tuple[str, int, int]], strict: boo
                 parked -= wakes
                 for c in wakes:
                     needs.pop(c, None)
+        elif op == "candidate" and not strict:
+            # filed classes whose head may preempt a workload of this priority wait for any release
+            q.candidate_admitted(a)
+            for c in list(needs):
+                head = min(k for k, cls in members.values() if cls == c)
+                if -head[0] >= a:
+                    del needs[c]
         if strict:
             expected = None if blocker is not None or not members else min(k for k, _ in members.values())
         else:
@@ -165,3 +173,16 @@ def test_members_drop_their_dead_front_once_it_is_most_of_the_list() -> None:
     for key in [keys[0], *keys[200:]]:
         m.remove(key)
     assert (m.items, m.start, len(m)) == ([], 0, 0)
+
+
+def test_a_candidate_admitted_sends_back_to_any_release_only_the_classes_that_may_preempt_it() -> None:
+    q = PendingQueue(False)
+    high, low = (-5, 0, 1, "ns/high"), (-1, 0, 2, "ns/low")
+    q.push(high, "high-class")
+    q.push(low, "low-class")
+    q.park(high, ("WaitingForQuota", "m"), needs=("cpu", 4))
+    q.park(low, ("WaitingForQuota", "m"), needs=("cpu", 4))
+    q.candidate_admitted(3)  # priority 3: a candidate for the priority-5 head, not the priority-1 one
+    assert q.wake_released({"cpu": 1})  # short of 4: only the class sent back to generic wakes
+    assert q.head() == high and q.is_parked("ns/low")
+    assert q.wake_released({"cpu": 4}) and q.head() == high and not q.is_parked("ns/low")
