@@ -92,6 +92,11 @@ def rejected_line(mode: str, summary: Summary) -> str | None:
     return f"{mode}: WARNING {len(summary.rejected):,} input events were Rejected, the first: {summary.rejected[0]}"
 
 
+# The warm-up runs the scenario this much faster: it has to exercise the broker's paths, not
+# take as long as the measured run (a baseline run lasts 77 s).
+WARMUP_TIME_SCALE = 0.25
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", action="append", help="baseline, large-scale or a path (repeatable; default baseline)")
@@ -103,6 +108,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW,
                    help="real time: at most this many of the runner's records undecided; what falls due "
                         "meanwhile goes as one append when the agent catches up (0: append as due; default %(default)s)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="real time: runs of the same scenario (4x faster) on the same broker before the measured "
+                        "one, on topics and an agent of their own, their figures discarded (default %(default)s: "
+                        "a freshly started broker's JVM is not in the steady state a deployed one is)")
     p.add_argument("--bootstrap", default=None, help="Kafka bootstrap HOST:PORT (default: $QUOTAFLOW_KAFKA_BOOTSTRAP or a local broker)")
     p.add_argument("--max-wall", type=float, default=7200.0, help="real time: give up after this many seconds")
     p.add_argument("--gc-threshold", default="default",
@@ -114,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     names = args.config or ["baseline"]
     batch = not args.no_batch
     report: dict[str, Any] = {"commit": _commit(), "batch": batch, "timeScale": args.time_scale,
-                              "latencyMs": args.latency_ms, "window": args.window,
+                              "latencyMs": args.latency_ms, "window": args.window, "warmupRuns": args.warmup,
                               "gcThreshold": args.gc_threshold,
                               # The agent of a real run reads its settings from the environment.
                               "agentStepBytes": int(os.environ.get(ENV_STEP_BYTES, DEFAULT_STEP_BYTES)),
@@ -154,6 +163,10 @@ def main(argv: list[str] | None = None) -> None:
             from bench.kueue_perf import realtime
 
             with kafka_bootstrap(args.bootstrap) as bootstrap:
+                for k in range(args.warmup):
+                    w = asyncio.run(realtime.run(scenario, bootstrap, time_scale=args.time_scale * WARMUP_TIME_SCALE,
+                                                   batch=batch, max_wall_s=args.max_wall, window=args.window))
+                    print(f"  (warm-up run {k + 1} of {args.warmup}: {w.wall_s:.1f} s, discarded)", flush=True)
                 began = time.perf_counter()
                 r = asyncio.run(realtime.run(scenario, bootstrap, time_scale=args.time_scale, batch=batch,
                                                max_wall_s=args.max_wall, window=args.window))

@@ -8,6 +8,10 @@ times move by the round trips through the broker.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from bench.kueue_perf import config, generator, realtime, virtual
@@ -36,3 +40,27 @@ async def test_mini_run_on_kafka_decides_as_the_simulation(kafka_bootstrap: str,
     assert 1.0 < s.held_per_runtime < 1.5
     assert all(0 < c.avg_held_past_runtime_ms < 1500 for c in s.workload_classes.values())
     assert run.agent_cpu_s is not None and run.events >= 6
+
+
+def test_a_real_run_is_measured_after_a_discarded_warm_up_on_the_same_broker(
+        kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.kueue_perf.__main__ import main
+
+    runs: list[float] = []
+    real_run = realtime.run
+
+    async def counted(scenario: generator.Scenario, bootstrap: str, **kwargs: Any) -> realtime.RealRun:
+        runs.append(kwargs["time_scale"])
+        assert bootstrap == kafka_bootstrap
+        return await real_run(scenario, bootstrap, **kwargs)
+
+    out = tmp_path / "r.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(realtime, "run", counted)
+        main(["--config", "mini", "--mode", "real", "--time-scale", "0.25", "--warmup", "1",
+              "--bootstrap", kafka_bootstrap, "--json", str(out)])
+    assert runs == [0.25 * 0.25, 0.25]  # the warm-up first, 4x faster, then the measured run
+    printed = capsys.readouterr().out
+    assert "warm-up run 1 of 1" in printed and "real time on Kafka at time scale 0.25" in printed
+    report = json.loads(out.read_text())
+    assert report["warmupRuns"] == 1 and report["runs"]["mini"]["real"]["wallMs"] > 0
