@@ -393,10 +393,10 @@ class Scheduler:
     def _cannot_preempt(self, cq: ClusterQueueState, ws: WorkloadState) -> bool:
         """Classical preemption, as `ClassicalPreemptor.targets` decides it, finds no target for
         this head whatever the quota available: its own queue holds no candidate under
-        withinClusterQueue, and reclaiming within its (flat) cohort would need it not to borrow,
-        which it would, while borrowWithinCohort is Never (the early "no target" of `ClassicalPreemptor.targets`). Only
-        with one flavor per resource group and no partial admission, where its requests are the
-        same whatever is assigned."""
+        withinClusterQueue, borrowWithinCohort is Never, and it may not reclaim within its cohort:
+        reclaimWithinCohort is Never, or there is no cohort, or (a flat cohort, one flavor per
+        resource group, no partial admission: requests that do not depend on the assignment) it
+        would borrow to fit (the early "no target" of `ClassicalPreemptor.targets`)."""
         if self.fair or cq.sticky == ws.key:
             return False
         policy = cq.spec.preemption
