@@ -173,13 +173,14 @@ class PendingQueue:
         if not self.strict:
             head = self.classes[cls].first()
             _remove(self.ready, (head, cls))
+        self._set_parked(cls, status, needs)
+
+    def _set_parked(self, cls: int, status: Status, needs: tuple[str, int] | None) -> None:
+        """Record a class (already out of `ready`) as parked: generic, or filed by resource."""
         self.parked[cls] = status
         if needs is None or self.strict:
             self.generic[cls] = None
             return
-        self._file(cls, needs)
-
-    def _file(self, cls: int, needs: tuple[str, int]) -> None:
         resource, amount = needs
         self.serial += 1
         self.waiting_for[cls] = (resource, amount, self.serial)
@@ -193,19 +194,17 @@ class PendingQueue:
         filed by resource whose heads it may yield to as a preemption candidate (priority at
         most theirs, whatever the policy) wait for any change again, as before they were filed
         (`Scheduler._still_hopeless`)."""
-        if not self.waiting_for:
-            return
         for cls in [c for c in self.waiting_for if -self.classes[c].first()[0] >= priority]:
-            resource, amount, serial = self.waiting_for.pop(cls)
-            index = self.thresholds[resource]
-            _remove(index, (amount, serial, cls))
-            if not index:
-                del self.thresholds[resource]
+            self._drop_filing(cls)
             self.generic[cls] = None
 
     def _unfile(self, cls: int) -> None:
         self.parked.pop(cls, None)
         self.generic.pop(cls, None)
+        self._drop_filing(cls)
+
+    def _drop_filing(self, cls: int) -> None:
+        """Take a class out of the by-resource index, if it is filed there."""
         filed = self.waiting_for.pop(cls, None)
         if filed is not None:
             resource, amount, serial = filed
@@ -287,11 +286,7 @@ class PendingQueue:
             head = self.classes[cls].first()
             if (head, cls) in self.ready:
                 self.ready.remove((head, cls))
-        self.parked[cls] = status
-        if needs is None or self.strict:
-            self.generic[cls] = None
-        else:
-            self._file(cls, needs)
+        self._set_parked(cls, status, needs)
 
     def filing(self, cls: int) -> tuple[str, int] | None:
         """What a parked class waits for, if it is filed by resource (None: generic)."""
