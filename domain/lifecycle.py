@@ -81,6 +81,13 @@ def route(state: State, out: Emitter, ws: WorkloadState) -> None:
         state.ready[cq.name] = None
 
 
+def drop_sticky(state: State, cq: ClusterQueueState) -> None:
+    """cq's head no longer waits for its victims at the head of the queue (admitted, parked,
+    or gone)."""
+    cq.sticky = None
+    state.waiting_preemptors.pop(cq.name, None)
+
+
 def unroute(state: State, ws: WorkloadState) -> None:
     """Take a pending workload out of wherever it waits."""
     if ws.queued and ws.cluster_queue is not None:
@@ -92,8 +99,7 @@ def unroute(state: State, ws: WorkloadState) -> None:
             # The preemptor that held the head while it waited for its victims is gone (deleted,
             # deactivated, moved): the queue's next head gets its turn. `heads` dropped the queue
             # from `ready` while it waited, and nothing else would put it back.
-            cq.sticky = None
-            state.waiting_preemptors.pop(cq.name, None)
+            drop_sticky(state, cq)
             if cq.active and cq.queue.is_ready():
                 state.ready[cq.name] = None
         elif cq.queue.strict and cq.queue.is_ready():

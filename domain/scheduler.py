@@ -31,7 +31,7 @@ from domain.flavor_assigner import (
     Assignment,
     FlavorAssigner,
 )
-from domain.lifecycle import admit, evict, set_pending
+from domain.lifecycle import admit, drop_sticky, evict, set_pending
 from domain.objects import ANY, FAIR_SHARING, NEVER
 from domain.preemption import (
     ClassicalPreemptor,
@@ -117,8 +117,7 @@ def _sticky_head(state: State, cq: ClusterQueueState) -> WorkloadState | None:
         return None
     ws = state.workloads.get(cq.sticky)
     if ws is None or not ws.queued or ws.cluster_queue != cq.name:
-        cq.sticky = None
-        state.waiting_preemptors.pop(cq.name, None)
+        drop_sticky(state, cq)
         return None
     return ws
 
@@ -320,8 +319,7 @@ class Scheduler:
                 continue
             if assignment.mode == MODE_FIT:
                 if cq.sticky == ws.key:
-                    cq.sticky = None
-                    state.waiting_preemptors.pop(cq.name, None)
+                    drop_sticky(state, cq)
                 admit(state, out, cq, ws, _admission(cq, assignment, out))
                 continue
             reserved.append((cq, dict(assignment.usage)))
@@ -440,8 +438,7 @@ class Scheduler:
               blocks: bool = True) -> None:
         cq.queue.park(ws.order_key, status, blocks)
         if cq.sticky == ws.key:
-            cq.sticky = None
-            self.state.waiting_preemptors.pop(cq.name, None)
+            drop_sticky(self.state, cq)
         set_pending(self.state, out, ws, status)
 
     def _wait_for_victims(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState,
