@@ -21,9 +21,9 @@ import gc
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
