@@ -325,3 +325,43 @@ def test_the_real_time_runner_runs_its_clock_with_its_setup_frozen_and_then_thaw
         assert gc.get_freeze_count() >= len(setup)
         assert gc.get_threshold() == RUNNER_GC_THRESHOLD
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+
+
+class _StepCost:
+    """A CPU clock for the engine-clock run that charges `ms` per engine step (read twice a step)."""
+
+    def __init__(self, ms: float) -> None:
+        self.reads = 0
+        self.ms = ms
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return (self.reads // 2) * self.ms / 1000.0
+
+
+def test_engine_clock_sees_each_step_when_it_ends_and_queues_what_falls_due_meanwhile() -> None:
+    from bench.kueue_perf import engine_clock
+
+    scenario = generator.generate(config.load("mini"))
+    # 600 ms per step. a0 (created 1 s) is seen admitted at 1.6 s, a1 (2 s) at 2.6 s; b, created
+    # at 2.5 s while the engine works on a1, waits for the step at 2.6 s, which preempts a0 and
+    # a1 (seen at 3.2 s); their releases go at 3.2 s and admit b, seen at 3.8 s, so b finishes at
+    # 4.8 s; that step readmits a0 and a1 (seen at 5.4 s), which finish at 8.4 s, seen at 9 s.
+    result = engine_clock.run(scenario, cpu=_StepCost(600))
+    s = result.summary
+    assert s.complete and s.wall_ms == 9000
+    assert result.steps == 6  # 1, 2, 2.6, 3.2, 4.8 and 8.4 s: b's arrival did not get a step of its own
+    assert result.engine_s == pytest.approx(3.6)
+    assert s.decisions["Preempted"] == 2 and s.decisions["Admitted"] == 5
+    a, b = s.workload_classes["a"], s.workload_classes["b"]
+    assert b.avg_time_to_admission_ms == 3800 - 2500  # from its creation, the wait for the engine included
+    assert a.avg_time_to_admission_ms == ((5400 - 1000) + (5400 - 2000)) / 2
+    assert (a.avg_held_past_runtime_ms, b.avg_held_past_runtime_ms) == (600, 600)
+
+
+def test_engine_clock_with_a_free_engine_is_the_simulation() -> None:
+    from bench.kueue_perf import engine_clock
+
+    scenario = generator.generate(config.load("mini"))
+    free = engine_clock.run(scenario, cpu=lambda: 0.0).summary
+    assert free.to_json() == virtual.run(scenario).summary.to_json()

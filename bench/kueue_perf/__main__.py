@@ -3,6 +3,7 @@
     python -m bench.kueue_perf                                   # baseline, virtual time
     python -m bench.kueue_perf --config large-scale --mode both  # + the agent on Kafka, wall clock
     python -m bench.kueue_perf --mode real --time-scale 0.2      # a quick real-time run (5x faster)
+    python -m bench.kueue_perf --config large-scale --mode both --engine-clock  # + the engine's own bound
 
 `--config` takes `baseline`, `large-scale` (copies of Kueue's configs) or a path to any
 generator.yaml in Kueue's format. Real time uses `--bootstrap` or $QUOTAFLOW_KAFKA_BOOTSTRAP,
@@ -23,7 +24,7 @@ from typing import Any
 
 from bench.engine_bench import gc_threshold, gc_thresholds
 from bench.kueue_perf import config as config_mod
-from bench.kueue_perf import generator, virtual
+from bench.kueue_perf import engine_clock, generator, virtual
 from bench.kueue_perf.batching import DEFAULT_WINDOW
 from bench.kueue_perf.recorder import Summary
 from bench.kueue_perf.reference import MEANS, KueueMeans
@@ -92,6 +93,17 @@ def rejected_line(mode: str, summary: Summary) -> str | None:
     return f"{mode}: WARNING {len(summary.rejected):,} input events were Rejected, the first: {summary.rejected[0]}"
 
 
+_LABELS = {"virtual": "virtual", "real": "real", "engineClock": "engine clock"}
+
+
+def ratio_line(over: dict[str, Any], under: dict[str, Any], over_label: str, under_label: str) -> str:
+    """Wall and usage of one run over another's (each a run's JSON figures)."""
+    ou = {c: x["usagePercent"] for c, x in over["clusterQueueClasses"].items()}
+    uu = {c: x["usagePercent"] for c, x in under["clusterQueueClasses"].items()}
+    usage = ", ".join(f"{c} {ou[c] / uu[c]:.3f}" for c in uu if uu[c])
+    return f"{over_label} / {under_label}: wall {over['wallMs'] / under['wallMs']:.3f}, usage {usage}"
+
+
 # The warm-up runs the scenario this much faster: it has to exercise the broker's paths, not
 # take as long as the measured run (a baseline run lasts 77 s).
 WARMUP_TIME_SCALE = 0.25
@@ -117,6 +129,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--gc-threshold", default="default",
                    help="virtual time: collector thresholds during the run: default (Python's), engine-process "
                         "(what the agent's engine process sets) or a,b,c")
+    p.add_argument("--engine-clock", action="store_true",
+                   help="also run with a clock that only the engine's CPU time advances (no broker, no transport): "
+                        "what real time would reach on this machine if nothing but the engine took time")
     p.add_argument("--progress", action="store_true", help="virtual time: print progress to stderr")
     p.add_argument("--json", dest="json_path", default=None, help="also write every figure to this file")
     args = p.parse_args(argv)
@@ -158,6 +173,13 @@ def main(argv: list[str] | None = None) -> None:
             summaries["virtual"] = v.summary
             runs["virtual"] = {**v.summary.to_json(), "cpuS": v.cpu_s, "engineCpuS": v.engine_cpu_s, "events": v.events,
                                "realS": v.wall_s}
+        if args.engine_clock:
+            e = engine_clock.run(scenario, batch=batch)
+            extra = f"engine busy {e.engine_s:.2f} s in {e.steps:,} steps, {e.records:,} input events"
+            print(_row("quotaflow, engine clock (no I/O)", e.summary, extra), flush=True)
+            summaries["engine clock"] = e.summary
+            runs["engineClock"] = {**e.summary.to_json(), "engineS": e.engine_s, "steps": e.steps,
+                                   "events": e.records, "realS": e.wall_s}
         if args.mode in ("real", "both"):
             from bench.agent_common import kafka_bootstrap
             from bench.kueue_perf import realtime
@@ -193,11 +215,9 @@ def main(argv: list[str] | None = None) -> None:
             for mode, summary in summaries.items():
                 worse = _beats(summary, means)
                 print(f"{mode}: " + ("better than Kueue's means on every column" if not worse else "not better on: " + ", ".join(worse)))
-        if "virtual" in runs and "real" in runs:
-            vw, rw = runs["virtual"]["wallMs"], runs["real"]["wallMs"]
-            vu = {c: x["usagePercent"] for c, x in runs["virtual"]["clusterQueueClasses"].items()}
-            ru = {c: x["usagePercent"] for c, x in runs["real"]["clusterQueueClasses"].items()}
-            print(f"real / virtual: wall {rw / vw:.3f}, usage " + ", ".join(f"{c} {ru[c] / vu[c]:.3f}" for c in vu if vu[c]))
+        for over, under in (("real", "virtual"), ("engineClock", "virtual"), ("real", "engineClock")):
+            if over in runs and under in runs:
+                print(ratio_line(runs[over], runs[under], _LABELS[over], _LABELS[under]))
         report["runs"][name] = runs
     if args.json_path:
         with open(args.json_path, "w") as f:

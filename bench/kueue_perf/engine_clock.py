@@ -1,0 +1,105 @@
+"""Engine clock: Kueue's performance run where the only thing that takes time is the engine.
+
+Between the zero-latency simulation (virtual.py) and the agent on Kafka (realtime.py). The same
+runner (generator, executor, recorder) drives the in-process engine, and the clock advances by the
+CPU time each engine step takes, and by nothing else. The engine is one server, as the agent's
+engine process is: what falls due while it works waits, and everything waiting goes to it as one
+step once it is free (Batches as in real time, batching.py); the step's decisions are seen when it
+ends. Each step does what the engine process does with a read: decode the records (JSON bytes),
+apply them, encode the decisions; under the engine process's collector thresholds.
+
+No broker, no transport, no other process competing for the CPU: the wall time it gives is what
+real time would reach on this machine if everything but the engine were free. So
+virtual <= engine clock <= real time splits the real run's excess over the simulation into what
+the engine's own speed costs and what the rest of the pipeline costs (README: "How close to the
+limit").
+
+It is not deterministic: the schedule depends on measured CPU time (`cpu`, injectable so that
+tests can charge a fixed cost per step).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.engine_bench import gc_thresholds
+from bench.kueue_perf.batching import Batcher
+from bench.kueue_perf.executor import Executor
+from bench.kueue_perf.generator import Scenario, submitted
+from bench.kueue_perf.recorder import Recorder, Summary
+from bench.kueue_perf.virtual import rfc3339
+from domain.decisions import Decision, encode
+from domain.engine import Engine
+from streams.engine_child import ENGINE_GC_THRESHOLD
+from streams.envelope import event_message
+
+SOURCE = "/quotaflow/bench/kueue-perf"
+
+
+@dataclass
+class EngineClockRun:
+    summary: Summary
+    engine_s: float  # the steps' CPU time, i.e. how long the engine was busy on the clock
+    steps: int  # times the engine became free and took what waited
+    records: int  # input records applied (Batches of at most MAX_BATCH_EVENTS events)
+    wall_s: float  # real seconds the whole run took (the runner's own work included)
+
+
+def run(scenario: Scenario, *, batch: bool = True, cpu: Callable[[], float] = time.process_time) -> EngineClockRun:
+    wall0 = time.perf_counter()
+    engine = Engine()
+    offset = 0
+    for event in scenario.setup:  # before the clock starts, as real time waits for the setup
+        engine.apply(event_message({**event, "time": rfc3339(0)}, source=SOURCE).value, offset)
+        offset += 1
+    recorder = Recorder(scenario)
+    executor = Executor({a.key: a.runtime_ms for a in scenario.arrivals})
+    batcher = Batcher(scenario, batch)
+    arrivals = scenario.arrivals
+    i = 0
+    free = 0.0  # when the engine is done with its current step
+    busy_ms = 0.0
+    steps = 0
+    gc.collect()
+    gc.freeze()  # the setup is not garbage: as in the engine process, no collection walks it again
+    try:
+        with gc_thresholds(ENGINE_GC_THRESHOLD):
+            while True:
+                due = executor.next_due()
+                next_arrival = arrivals[i].at_ms if i < len(arrivals) else None
+                if due is None and next_arrival is None:
+                    break
+                now = max(free, min(x for x in (due, next_arrival) if x is not None))
+                events = executor.pop_due(now)
+                while i < len(arrivals) and arrivals[i].at_ms <= now:
+                    a = arrivals[i]
+                    recorder.created(a, a.at_ms)  # it waited for the engine since it fell due
+                    events.append(submitted(a, rfc3339(a.at_ms)))
+                    i += 1
+                stamp = rfc3339(now)
+                records = []
+                for event in batcher(events):
+                    event["time"] = stamp
+                    records.append(event_message(event, source=SOURCE).value)
+                decisions: list[Decision] = []
+                c0 = cpu()
+                for record in records:
+                    out = engine.apply(record, offset)
+                    offset += 1
+                    for d in out:
+                        encode(d)
+                    decisions.extend(out)
+                spent = (cpu() - c0) * 1000.0
+                busy_ms += spent
+                steps += 1
+                free = now + spent
+                for d in decisions:
+                    recorder.decision(d, free)
+                executor.on_decisions(decisions, free)
+    finally:
+        gc.unfreeze()
+    return EngineClockRun(recorder.summary(), busy_ms / 1000.0, steps, offset - len(scenario.setup),
+                          time.perf_counter() - wall0)
