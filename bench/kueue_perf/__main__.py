@@ -132,6 +132,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--engine-clock", action="store_true",
                    help="also run with a clock that only the engine's CPU time advances (no broker, no transport): "
                         "what real time would reach on this machine if nothing but the engine took time")
+    p.add_argument("--engine-speedup", type=float, default=1.0,
+                   help="with --engine-clock: count each engine step as this many times shorter (what-if: how much "
+                        "faster the engine would have to be)")
     p.add_argument("--progress", action="store_true", help="virtual time: print progress to stderr")
     p.add_argument("--json", dest="json_path", default=None, help="also write every figure to this file")
     args = p.parse_args(argv)
@@ -174,11 +177,13 @@ def main(argv: list[str] | None = None) -> None:
             runs["virtual"] = {**v.summary.to_json(), "cpuS": v.cpu_s, "engineCpuS": v.engine_cpu_s, "events": v.events,
                                "realS": v.wall_s}
         if args.engine_clock:
-            e = engine_clock.run(scenario, batch=batch)
+            e = engine_clock.run(scenario, batch=batch, speedup=args.engine_speedup)
             extra = f"engine busy {e.engine_s:.2f} s in {e.steps:,} steps, {e.records:,} input events"
-            print(_row("quotaflow, engine clock (no I/O)", e.summary, extra), flush=True)
+            faster = "" if args.engine_speedup == 1 else f", engine {args.engine_speedup:g}x faster"
+            print(_row(f"quotaflow, engine clock (no I/O{faster})", e.summary, extra), flush=True)
             summaries["engine clock"] = e.summary
-            runs["engineClock"] = {**e.summary.to_json(), "engineS": e.engine_s, "steps": e.steps,
+            runs["engineClock"] = {**e.summary.to_json(), "engineS": e.engine_s, "speedup": args.engine_speedup,
+                                   "steps": e.steps,
                                    "events": e.records, "realS": e.wall_s}
         if args.mode in ("real", "both"):
             from bench.agent_common import kafka_bootstrap
