@@ -19,6 +19,7 @@ from domain.decisions import Admitted, Decision, Deleted, Finished, Pending, Rej
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput, type_name
 from domain.lifecycle import (
+    DeferredWakes,
     drop_if_terminated,
     equivalence_class,
     evict,
@@ -101,6 +102,7 @@ class Engine:
     def __init__(self) -> None:
         self.state = State()
         self._event_time: int | None = None  # `time` of the event being applied, if it has one
+        self._wakes: DeferredWakes | None = None  # while a Batch's typed events are applied
 
     def apply(self, event: bytes | str | Mapping[str, Any] | Unparseable, offset: int) -> list[Decision]:
         out = Emitter(offset)
@@ -163,15 +165,25 @@ class Engine:
                 state.clock = batch_time
         if event_id is not None:
             state.seen_ids.add(event_id)
-        for i, inner in enumerate(batch.events):
-            ev = decode_typed(inner)
-            # A typed event sets the time it is applied at itself (its own, or the Batch's).
-            if ev is not None and not isinstance(ev, TypedBatch):
-                if self._apply_typed_event(ev, seq + i, out, submitted, batch_time) is not None:
-                    continue
-            self._event_time = batch_time  # inner events inherit the Batch's time
-            # valid JSON: an element of the array just decoded
-            self._dispatch_inner(_json.decode(inner), i, seq, out, submitted)
+        # A run of finishes and deletions wakes parked heads once per cohort tree, at its end
+        # (lifecycle.DeferredWakes); whatever else comes first sees the wakes made.
+        wakes = self._wakes = DeferredWakes()
+        try:
+            for i, inner in enumerate(batch.events):
+                ev = decode_typed(inner)
+                # A typed event sets the time it is applied at itself (its own, or the Batch's).
+                if ev is not None and not isinstance(ev, TypedBatch):
+                    if type(ev) is not TypedFinished and type(ev) is not TypedDeleted:
+                        wakes.flush(state)
+                    if self._apply_typed_event(ev, seq + i, out, submitted, batch_time) is not None:
+                        continue
+                wakes.flush(state)
+                self._event_time = batch_time  # inner events inherit the Batch's time
+                # valid JSON: an element of the array just decoded
+                self._dispatch_inner(_json.decode(inner), i, seq, out, submitted)
+            wakes.flush(state)
+        finally:
+            self._wakes = None
         return True
 
     def _apply_typed_event(
@@ -642,7 +654,7 @@ class Engine:
     def _forget(self, ws: WorkloadState, out: Emitter) -> None:
         state = self.state
         unroute(state, ws)
-        cq = release(state, ws)
+        cq = release(state, ws, self._wakes)
         del state.workloads[ws.key]
         spec = ws.spec
         members = state.by_local_queue.get((spec.namespace, spec.queue_name))

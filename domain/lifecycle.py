@@ -140,9 +140,9 @@ def applicable_checks(cq: ClusterQueueState, admission: Admission) -> dict[str, 
     return dict.fromkeys(names, "Pending")
 
 
-def release(state: State, ws: WorkloadState) -> ClusterQueueState | None:
-    """Give back a workload's quota and wake what it may let in; returns the ClusterQueue it
-    held quota in."""
+def release(state: State, ws: WorkloadState, wakes: DeferredWakes | None = None) -> ClusterQueueState | None:
+    """Give back a workload's quota and wake what it may let in (now, or with `wakes` when they
+    are flushed); returns the ClusterQueue it held quota in."""
     admission = ws.admission
     if admission is None:
         return None
@@ -153,8 +153,52 @@ def release(state: State, ws: WorkloadState) -> ClusterQueueState | None:
     ws.admission = None
     ws.cluster_queue = None
     ws.evicted = False
-    wake_after_release(state, cq, admission.usage)
+    if wakes is not None and not cq.terminating:
+        wakes.add(cq, admission.usage)
+    else:
+        if wakes is not None:
+            wakes.flush(state)  # a terminating queue may leave its tree next: wake with the tree as it is
+        wake_after_release(state, cq, admission.usage)
     return cq
+
+
+class DeferredWakes:
+    """The wakes of a run of releases, made once per cohort tree after the last of them.
+
+    Within one Batch, a run of finishes (and deletions) of workloads holding quota changes
+    nothing but usage, downwards, and reads no parked state until the next scheduling pass. So
+    the heads a run of releases wakes one release at a time are the heads one wake per tree
+    wakes at the end of the run, given every ClusterQueue that released and every
+    flavor-resource released: availability only grows along the run, a class filed by resource
+    wakes at the last release of that resource if at all, and a queue that released wakes
+    whole. One pass per tree instead of one per release over its members (a finish in a
+    100-queue cohort visits them all). The caller flushes before anything else happens: any
+    other event, a release that routes its workload again, a queue that may leave its tree."""
+
+    __slots__ = ("trees",)
+
+    def __init__(self) -> None:
+        # id of the tree's root -> (a ClusterQueue of the tree, the flavor-resources released,
+        # the ids of the ClusterQueues that released); roots stay put until the next flush.
+        self.trees: dict[int, tuple[ClusterQueueState, dict[FR, None], set[int]]] = {}
+
+    def add(self, cq: ClusterQueueState, usage: dict[FR, int]) -> None:
+        key = id(cq.node.root())
+        tree = self.trees.get(key)
+        if tree is None:
+            tree = self.trees[key] = (cq, {}, set())
+        released = tree[1]
+        for fr, value in usage.items():
+            if value > 0:
+                released[fr] = None
+        tree[2].add(id(cq))
+
+    def flush(self, state: State) -> None:
+        if not self.trees:
+            return
+        trees, self.trees = self.trees, {}
+        for cq, released, own in trees.values():
+            _wake_tree_after_release(state, cq, list(released), own)
 
 
 _NOTHING_FILED: dict[str, int] = {}  # no class filed by resource: nothing to compute (read only)
@@ -163,13 +207,17 @@ _NOTHING_FILED: dict[str, int] = {}  # no class filed by resource: nothing to co
 def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]) -> None:
     """Quota came back in cq's cohort tree: wake, in every ClusterQueue of the tree, the parked
     heads that a release could help (see PendingQueue.wake_released)."""
+    _wake_tree_after_release(state, cq, [fr for fr, value in usage.items() if value > 0], {id(cq)})
+
+
+def _wake_tree_after_release(state: State, cq: ClusterQueueState, released: list[FR], own: set[int]) -> None:
+    """`released` came back in cq's cohort tree, from the ClusterQueues whose ids are `own`."""
     root = cq.node.root()
     members: list[ClusterQueueState | None]
     if root is cq.node:
         nodes, members = [cq.node], [cq]
     else:
         nodes, members = root.leaves(), tree_members(state, root)
-    released = [fr for fr, value in usage.items() if value > 0]
     through_parent: dict[tuple[int, FR], int] = {}  # siblings share their parent's availability
     for node, member in zip(nodes, members):
         if member is None:
@@ -178,7 +226,7 @@ def wake_after_release(state: State, cq: ClusterQueueState, usage: dict[FR, int]
         if not queue.parked and queue.blocker is None:
             continue
         filed = queue.thresholds
-        if filed and member is cq and not never_preempts(cq):
+        if filed and id(member) in own and not never_preempts(member):
             # Its own usage went down: a head filed there because it would borrow may reclaim now.
             if queue.requeue_all() and member.active:
                 state.ready[member.name] = None

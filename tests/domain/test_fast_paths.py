@@ -40,11 +40,11 @@ POLICIES = (
 )
 
 
-def mixed_stream(seed: int) -> list[dict[str, Any]]:
+def mixed_stream(seed: int, **shape: int) -> list[dict[str, Any]]:
     """random_stream with a random preemption policy on every ClusterQueue (half of them none)."""
     rng = random.Random(seed)
     out = []
-    for event in random_stream(seed, events=400):
+    for event in random_stream(seed, **{"events": 400, **shape}):
         obj = event.get("object")
         if isinstance(obj, dict) and obj.get("kind") == "ClusterQueue":
             event = copy.deepcopy(event)
@@ -54,7 +54,7 @@ def mixed_stream(seed: int) -> list[dict[str, Any]]:
     return out
 
 
-def decide(stream: list[dict[str, Any]]) -> list[bytes]:
+def decide(stream: list[dict[str, Any]] | list[bytes]) -> list[bytes]:
     engine = Engine()
     encode = msgspec.json.encode
     return [encode(engine.apply(event, offset)) for offset, event in enumerate(stream)]
@@ -157,3 +157,64 @@ def test_applying_a_cluster_queue_refreshes_only_its_own_activeness(seed: int) -
         for active, _ in before.values():
             kinds[active] += 1
     assert kinds[True] and kinds[False]  # both active and inactive queues were seen
+
+
+def batched(stream: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """The stream's workload events in Batches of 1 to 30, configuration in between; in each
+    Batch the submissions first, then the finishes and deletions, so that they make runs."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(stream):
+        if not stream[i]["type"].startswith("Workload"):
+            out.append(stream[i])
+            i += 1
+            continue
+        j, size = i, rng.randint(1, 30)
+        while j < len(stream) and j - i < size and stream[j]["type"].startswith("Workload"):
+            j += 1
+        chunk = stream[i:j]
+        ends = [e for e in chunk if e["type"] != "WorkloadSubmitted"]
+        out.append({"type": "Batch", "events": [e for e in chunk if e["type"] == "WorkloadSubmitted"] + ends})
+        i = j
+    return out
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_batchs_finishes_wake_once_per_tree_what_they_wake_one_by_one(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lifecycle.DeferredWakes: the releases of a run of finishes and deletions in a Batch wake
+    parked heads once per cohort tree, at the end of the run; waking at each release instead
+    gives the same decisions."""
+    from domain import engine as engine_module
+
+    # As read from a log (bytes): the typed path, where the deferral is, takes them.
+    events = batched(mixed_stream(seed, events=600, queues_per_cohort=6), seed)
+    stream = [msgspec.json.encode(event) for event in events]
+    passes = {"releases": 0, "passes": 0}
+    add, wake = lifecycle.DeferredWakes.add, lifecycle._wake_tree_after_release
+
+    def counted_add(self: Any, cq: Any, usage: Any) -> None:
+        passes["releases"] += 1
+        add(self, cq, usage)
+
+    def counted_wake(*args: Any) -> None:
+        passes["passes"] += 1
+        wake(*args)
+
+    monkeypatch.setattr(lifecycle.DeferredWakes, "add", counted_add)
+    monkeypatch.setattr(lifecycle, "_wake_tree_after_release", counted_wake)
+    deferred = decide(stream)
+    assert passes["passes"] < passes["releases"]  # some runs held several releases of one tree
+    monkeypatch.undo()
+
+    engine = Engine()
+
+    class AtOnce(lifecycle.DeferredWakes):
+        def add(self, cq: Any, usage: Any) -> None:
+            lifecycle.wake_after_release(engine.state, cq, usage)
+
+    monkeypatch.setattr(engine_module, "DeferredWakes", AtOnce)
+    encode = msgspec.json.encode
+    assert [encode(engine.apply(event, offset)) for offset, event in enumerate(stream)] == deferred
