@@ -394,7 +394,10 @@ def usage_of(d: dict[str, Any]) -> dict[FR, int]:
 
 
 def decisions_of(engine: Engine, event: dict[str, Any], offset: int) -> list[dict[str, Any]]:
-    return [json.loads(encode(d)) for d in engine.apply(event, offset)]
+    """The event's decisions, the event given as the agent gives it: the bytes of a log record
+    (the engine's typed path, with a Batch's deferred wakes; what it does not take goes the
+    general path)."""
+    return [json.loads(encode(d)) for d in engine.apply(json.dumps(event).encode(), offset)]
 
 
 # ---------------------------------------------------------------------------------------------
