@@ -183,8 +183,7 @@ def main(argv: list[str] | None = None) -> None:
             print(_row(f"quotaflow, engine clock (no I/O{faster})", e.summary, extra), flush=True)
             summaries["engine clock"] = e.summary
             runs["engineClock"] = {**e.summary.to_json(), "engineS": e.engine_s, "speedup": args.engine_speedup,
-                                   "steps": e.steps,
-                                   "events": e.records, "realS": e.wall_s}
+                                   "steps": e.steps, "events": e.records, "realS": e.wall_s}
         if args.mode in ("real", "both"):
             from bench.agent_common import kafka_bootstrap
             from bench.kueue_perf import realtime

@@ -29,15 +29,13 @@ from dataclasses import dataclass
 from bench.engine_bench import gc_thresholds
 from bench.kueue_perf.batching import Batcher
 from bench.kueue_perf.executor import Executor
-from bench.kueue_perf.generator import Scenario, submitted
+from bench.kueue_perf.generator import SOURCE, Scenario, submitted
 from bench.kueue_perf.recorder import Recorder, Summary
 from bench.kueue_perf.virtual import rfc3339
 from domain.decisions import Decision, encode
 from domain.engine import Engine
 from streams.engine_child import ENGINE_GC_THRESHOLD
 from streams.envelope import event_message
-
-SOURCE = "/quotaflow/bench/kueue-perf"
 
 
 @dataclass

@@ -31,14 +31,13 @@ from bench.agent_common import AgentProcess, bench_topics, percentile
 from bench.engine_bench import gc_thresholds
 from bench.kueue_perf.batching import DEFAULT_WINDOW, Batcher
 from bench.kueue_perf.executor import Executor
-from bench.kueue_perf.generator import Scenario, submitted
+from bench.kueue_perf.generator import SOURCE, Scenario, submitted
 from bench.kueue_perf.recorder import Recorder, Summary
 from domain.decisions import decode
 from streams.envelope import event_message
 from streams.kafka_log import KafkaLog
 from streams.log import Message, Topics
 
-SOURCE = "/quotaflow/bench/kueue-perf"
 RUNNER_GC_THRESHOLD = (50_000, 50, 100)
 READY = b"kueue-perf: setup published (not JSON: decides Rejected)"
 
