@@ -373,3 +373,23 @@ def test_engine_clock_speedup_divides_every_step() -> None:
     # 1,200 ms per step, counted twice faster: the run of the 600 ms test above.
     result = engine_clock.run(generator.generate(config.load("mini")), cpu=_StepCost(1200), speedup=2)
     assert result.summary.wall_ms == 9000 and result.steps == 6 and result.engine_s == pytest.approx(3.6)
+
+
+def test_the_report_puts_the_engine_clock_between_the_simulation_and_real_time(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    import json
+
+    from bench.kueue_perf.__main__ import main, ratio_line
+
+    out = tmp_path / "r.json"
+    main(["--config", "mini", "--engine-clock", "--engine-speedup", "4", "--json", str(out)])
+    printed = capsys.readouterr().out
+    assert "| quotaflow, engine clock (no I/O, engine 4x faster) | 6.5 s |" in printed
+    assert "engine clock / virtual: wall 1.000" in printed
+    runs = json.loads(out.read_text())["runs"]["mini"]
+    assert runs["engineClock"]["speedup"] == 4 and runs["engineClock"]["complete"]
+    # real / engine clock, from the figures of two runs
+    slower = {**runs["engineClock"], "wallMs": runs["engineClock"]["wallMs"] * 1.25}
+    assert ratio_line(slower, runs["engineClock"], "real", "engine clock").startswith(
+        "real / engine clock: wall 1.250, usage q 1.000")
