@@ -83,9 +83,13 @@ def route(state: State, out: Emitter, ws: WorkloadState) -> None:
 
 def drop_sticky(state: State, cq: ClusterQueueState) -> None:
     """cq's head no longer waits for its victims at the head of the queue (admitted, parked,
-    or gone)."""
+    or gone): the queue's next head gets its turn. `heads` dropped the queue from `ready` while
+    its preemptor waited (the preemptor joined cycles as a waiting preemptor), and nothing else
+    would put it back."""
     cq.sticky = None
     state.waiting_preemptors.pop(cq.name, None)
+    if cq.active and cq.queue.is_ready():
+        state.ready[cq.name] = None
 
 
 def unroute(state: State, ws: WorkloadState) -> None:
@@ -96,12 +100,7 @@ def unroute(state: State, ws: WorkloadState) -> None:
         ws.queued = False
         ws.cluster_queue = None
         if cq.sticky == ws.key:
-            # The preemptor that held the head while it waited for its victims is gone (deleted,
-            # deactivated, moved): the queue's next head gets its turn. `heads` dropped the queue
-            # from `ready` while it waited, and nothing else would put it back.
-            drop_sticky(state, cq)
-            if cq.active and cq.queue.is_ready():
-                state.ready[cq.name] = None
+            drop_sticky(state, cq)  # the waiting preemptor is gone (deleted, deactivated, moved)
         elif cq.queue.strict and cq.queue.is_ready():
             state.ready[cq.name] = None  # the StrictFIFO head that held the queue is gone
     unpark(state, ws)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -74,4 +75,48 @@ def random_stream(seed: int, events: int = 300, cohorts: int = 2, queues_per_coh
             name = rng.choice(queues)
             out.append(applied({**cluster_queue(name, None, rng), "spec": {
                 **cluster_queue(name, None, rng)["spec"], "stopPolicy": rng.choice(("None", "Hold", "HoldAndDrain"))}}))
+    return out
+
+
+POLICIES = (
+    {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"},
+    {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
+    {"withinClusterQueue": "Never", "reclaimWithinCohort": "Any"},
+    {"withinClusterQueue": "LowerOrNewerEqualPriority", "reclaimWithinCohort": "LowerPriority",
+     "borrowWithinCohort": {"policy": "LowerPriority"}},
+)
+
+
+def mixed_stream(seed: int, **shape: int) -> list[dict[str, Any]]:
+    """random_stream with a random preemption policy on every ClusterQueue (half of them none)."""
+    rng = random.Random(seed)
+    out = []
+    for event in random_stream(seed, **{"events": 400, **shape}):
+        obj = event.get("object")
+        if isinstance(obj, dict) and obj.get("kind") == "ClusterQueue":
+            event = copy.deepcopy(event)
+            if rng.random() < 0.5:
+                event["object"]["spec"]["preemption"] = dict(rng.choice(POLICIES))
+        out.append(event)
+    return out
+
+
+def batched(stream: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """The stream's workload events in Batches of 1 to 30, configuration in between; in each
+    Batch the submissions first, then the finishes and deletions, so that they make runs."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(stream):
+        if not stream[i]["type"].startswith("Workload"):
+            out.append(stream[i])
+            i += 1
+            continue
+        j, size = i, rng.randint(1, 30)
+        while j < len(stream) and j - i < size and stream[j]["type"].startswith("Workload"):
+            j += 1
+        chunk = stream[i:j]
+        ends = [e for e in chunk if e["type"] != "WorkloadSubmitted"]
+        out.append({"type": "Batch", "events": [e for e in chunk if e["type"] == "WorkloadSubmitted"] + ends})
+        i = j
     return out

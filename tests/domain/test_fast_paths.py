@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from event_streams import random_stream
+from event_streams import batched, mixed_stream, random_stream
 
 from domain import lifecycle, scheduler
 from domain.engine import Engine
@@ -30,29 +30,6 @@ from domain.preemption import never_preempts
 # Patches domain functions, which compiled callers would not see: runs on the sources
 # (tests/domain/test_compiled.py runs it so where the engine is compiled).
 pytestmark = pytest.mark.pure_python
-
-POLICIES = (
-    {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"},
-    {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
-    {"withinClusterQueue": "Never", "reclaimWithinCohort": "Any"},
-    {"withinClusterQueue": "LowerOrNewerEqualPriority", "reclaimWithinCohort": "LowerPriority",
-     "borrowWithinCohort": {"policy": "LowerPriority"}},
-)
-
-
-def mixed_stream(seed: int, **shape: int) -> list[dict[str, Any]]:
-    """random_stream with a random preemption policy on every ClusterQueue (half of them none)."""
-    rng = random.Random(seed)
-    out = []
-    for event in random_stream(seed, **{"events": 400, **shape}):
-        obj = event.get("object")
-        if isinstance(obj, dict) and obj.get("kind") == "ClusterQueue":
-            event = copy.deepcopy(event)
-            if rng.random() < 0.5:
-                event["object"]["spec"]["preemption"] = dict(rng.choice(POLICIES))
-        out.append(event)
-    return out
-
 
 def decide(stream: list[dict[str, Any]] | list[bytes]) -> list[bytes]:
     engine = Engine()
@@ -157,27 +134,6 @@ def test_applying_a_cluster_queue_refreshes_only_its_own_activeness(seed: int) -
         for active, _ in before.values():
             kinds[active] += 1
     assert kinds[True] and kinds[False]  # both active and inactive queues were seen
-
-
-def batched(stream: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
-    """The stream's workload events in Batches of 1 to 30, configuration in between; in each
-    Batch the submissions first, then the finishes and deletions, so that they make runs."""
-    rng = random.Random(seed)
-    out: list[dict[str, Any]] = []
-    i = 0
-    while i < len(stream):
-        if not stream[i]["type"].startswith("Workload"):
-            out.append(stream[i])
-            i += 1
-            continue
-        j, size = i, rng.randint(1, 30)
-        while j < len(stream) and j - i < size and stream[j]["type"].startswith("Workload"):
-            j += 1
-        chunk = stream[i:j]
-        ends = [e for e in chunk if e["type"] != "WorkloadSubmitted"]
-        out.append({"type": "Batch", "events": [e for e in chunk if e["type"] == "WorkloadSubmitted"] + ends})
-        i = j
-    return out
 
 
 @pytest.mark.parametrize("seed", range(24))
