@@ -312,7 +312,15 @@ class Scheduler:
                 if self._held_by_preemptors(cq, assignment, entry.targets, held):
                     # A preemptor waiting for its victims holds the room, in every cycle until
                     # they are gone: wait for that release rather than retry in vain.
-                    self._park(out, cq, ws, status)
+                    if cq.sticky == ws.key:
+                        # Itself a preemptor waiting for its own victims, it still heads its
+                        # queue, as in Kueue (requeued after nomination, it is the head again
+                        # in every cycle): nothing behind it goes first meanwhile.
+                        cq.queue.park(ws.order_key, status)
+                        state.waiting_preemptors[cq.name] = None
+                        set_pending(state, out, ws, status)
+                    else:
+                        self._park(out, cq, ws, status)
                 else:
                     # Another entry of this cycle took the room; try again next cycle.
                     set_pending(state, out, ws, status)
