@@ -81,15 +81,28 @@ def route(state: State, out: Emitter, ws: WorkloadState) -> None:
         state.ready[cq.name] = None
 
 
-def drop_sticky(state: State, cq: ClusterQueueState) -> None:
+def drop_sticky(state: State, cq: ClusterQueueState, room_freed: bool = False) -> None:
     """cq's head no longer waits for its victims at the head of the queue (admitted, parked,
     or gone): the queue's next head gets its turn. `heads` dropped the queue from `ready` while
     its preemptor waited (the preemptor joined cycles as a waiting preemptor), and nothing else
-    would put it back."""
+    would put it back. `room_freed`: it stopped waiting without taking the room it held in its
+    tree's cycles (parked, deleted, moved), so what waited because of that room may fit now."""
     cq.sticky = None
     state.waiting_preemptors.pop(cq.name, None)
     if cq.active and cq.queue.is_ready():
         state.ready[cq.name] = None
+    if room_freed:
+        _wake_held_out(state, cq)
+
+
+def _wake_held_out(state: State, cq: ClusterQueueState) -> None:
+    """Wake the heads of cq's tree parked until something changes (generic): among them those
+    that no longer fitted behind the room cq's preemptor held (Scheduler.run_cycle), which no
+    release would wake now that the room is free without one."""
+    root = cq.node.root()
+    for member in [cq] if root is cq.node else tree_members(state, root):
+        if member is not None and member.queue.wake_released(_NOTHING_FILED) and member.active:
+            state.ready[member.name] = None
 
 
 def unroute(state: State, ws: WorkloadState) -> None:
@@ -100,7 +113,8 @@ def unroute(state: State, ws: WorkloadState) -> None:
         ws.queued = False
         ws.cluster_queue = None
         if cq.sticky == ws.key:
-            drop_sticky(state, cq)  # the waiting preemptor is gone (deleted, deactivated, moved)
+            # The waiting preemptor is gone (deleted, deactivated, moved).
+            drop_sticky(state, cq, room_freed=True)
         elif cq.queue.strict and cq.queue.is_ready():
             state.ready[cq.name] = None  # the StrictFIFO head that held the queue is gone
     unpark(state, ws)

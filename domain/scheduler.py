@@ -446,7 +446,7 @@ class Scheduler:
               blocks: bool = True) -> None:
         cq.queue.park(ws.order_key, status, blocks)
         if cq.sticky == ws.key:
-            drop_sticky(self.state, cq)
+            drop_sticky(self.state, cq, room_freed=True)
         set_pending(self.state, out, ws, status)
 
     def _wait_for_victims(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState,

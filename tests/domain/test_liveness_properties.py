@@ -35,6 +35,7 @@ from test_engine_properties import (
 )
 
 from domain.engine import Engine
+from domain.flavor_assigner import MODE_FIT, FlavorAssigner
 from domain.state import State
 
 
@@ -143,3 +144,41 @@ def test_no_queue_is_left_with_a_head_no_cycle_will_try(seed: int, in_batches: b
         engine.apply(msgspec.json.encode(event), offset)
         untried = heads_left_untried(engine.state)
         assert not untried, f"after offset {offset}: {', '.join(untried)}"
+
+
+def heads_asleep_that_fit(state: State) -> list[str]:
+    """After an event: parked BestEffortFIFO heads waiting for quota that a flavor assignment
+    (no preemption) would admit as the cluster stands. Left out: queues that a waiting preemptor
+    heads, heads of a cohort tree where some preemptor waits (the room it holds in the tree's
+    cycles is not in the usage), and heads that overlapped another entry's victims (they wait
+    for those victims' release)."""
+    held_trees = {
+        id(cq.node.root()) for cq in state.cluster_queues.values()
+        if cq.sticky is not None and cq.sticky in state.workloads and state.workloads[cq.sticky].queued
+    }
+    out = []
+    for name, cq in sorted(state.cluster_queues.items()):
+        queue = cq.queue
+        if not cq.active or queue.strict or id(cq.node.root()) in held_trees:
+            continue
+        for cls, (reason, message) in sorted(queue.parked.items()):
+            if reason != "WaitingForQuota" or "overlapping" in message:
+                continue
+            ws = state.workloads[queue.classes[cls].first()[3]]
+            assigner = FlavorAssigner(cq.spec, cq.node, cq.groups, state.flavors, quotas=cq.quotas, plans=cq.plans)
+            if assigner.assign(ws.spec).mode == MODE_FIT:
+                out.append(f"{ws.key} in {name} ({message[:60]})")
+    return out
+
+
+@pytest.mark.parametrize("seed", [*range(24), 81])
+def test_no_head_sleeps_in_quota_it_fits_in(seed: int) -> None:
+    """A head parked because a preemptor held the room it needed ("no longer fits") is tried
+    again when that preemptor stops waiting without taking the room (deleted, parked), not only
+    at the next release; seed 81 left two such heads asleep before the fix (scenario
+    deleting_a_waiting_preemptor_frees_the_room_it_held_for_the_rest_of_its_cohort)."""
+    engine = Engine()
+    for offset, event in enumerate(mixed_stream(seed, events=600, queues_per_cohort=6)):
+        engine.apply(msgspec.json.encode(event), offset)
+        asleep = heads_asleep_that_fit(engine.state)
+        assert not asleep, f"after offset {offset}: {', '.join(asleep)}"
