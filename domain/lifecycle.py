@@ -195,7 +195,9 @@ class DeferredWakes:
         # the ids of the ClusterQueues that released); roots stay put until the next flush.
         self.trees: dict[int, tuple[ClusterQueueState, dict[FR, None], set[int]]] = {}
 
-    def add(self, cq: ClusterQueueState, usage: dict[FR, int]) -> None:
+    def add(self, cq: ClusterQueueState, usage: dict[FR, int], own: bool = True) -> None:
+        """`own`: cq's own queue wakes whole (its usage went down); False when that wake was
+        already made at the release itself (Scheduler.run_cycle's wake after the cycle)."""
         key = id(cq.node.root())
         tree = self.trees.get(key)
         if tree is None:
@@ -204,7 +206,8 @@ class DeferredWakes:
         for fr, value in usage.items():
             if value > 0:
                 released[fr] = None
-        tree[2].add(id(cq))
+        if own:
+            tree[2].add(id(cq))
 
     def flush(self, state: State) -> None:
         if not self.trees:

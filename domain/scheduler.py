@@ -31,7 +31,7 @@ from domain.flavor_assigner import (
     Assignment,
     FlavorAssigner,
 )
-from domain.lifecycle import admit, drop_sticky, evict, set_pending
+from domain.lifecycle import DeferredWakes, admit, drop_sticky, evict, set_pending
 from domain.objects import ANY, FAIR_SHARING, NEVER
 from domain.preemption import (
     ClassicalPreemptor,
@@ -293,6 +293,9 @@ class Scheduler:
         victims: dict[str, None] = {}
         # The same victims' usage, by the id of their cohort tree's root (for _overlapping).
         gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]] = {}
+        # Victims released within the cycle (evictionRelease: Immediate) woke their trees while
+        # the cycle's held room still counted as used; they wake them again once it is freed.
+        released = DeferredWakes()
         for entry in ordered:
             cq, ws, assignment = entry.cq, entry.ws, entry.assignment
             if assignment.mode == MODE_NO_FIT:
@@ -333,7 +336,7 @@ class Scheduler:
             reserved.append((cq, dict(assignment.usage)))
             held.append(reserved[-1])
             cq.node.add_usages(assignment.usage)
-            issued = self._preempt(out, entry, victims, gone)
+            issued = self._preempt(out, entry, victims, gone, released)
             status = (
                 reasons.WAITING_FOR_PREEMPTED_WORKLOADS,
                 reasons.MSG_PENDING_PREEMPTION.format(message=assignment.message(), count=len(entry.targets)),
@@ -345,6 +348,7 @@ class Scheduler:
                 self._wait_for_victims(out, cq, ws, status, assignment)
         for cq, hold in reserved:
             cq.node.add_usages(hold, -1)
+        released.flush(state)
 
     def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState) -> tuple[str, int] | None:
         """A woken head that was waiting for quota, which no preemption can help now, and for
@@ -428,14 +432,19 @@ class Scheduler:
         return not within_quota(cq.node, requests)
 
     def _preempt(self, out: Emitter, entry: Entry, victims: dict[str, None],
-                 gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]]) -> int:
+                 gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]], released: DeferredWakes) -> int:
         issued = 0
         for target in entry.targets:
             victims[target.ws.key] = None
             if not target.ws.evicted:  # else already preempted: counts, without a second eviction
                 message = preemption_message(entry.ws, entry.cq, target)
+                held = target.ws.admission
                 evict(self.state, out, target.ws, target.reason, message, preemptor=entry.ws.key)
                 issued += 1
+                if held is not None and target.ws.admission is None:  # released at once
+                    owner = self.state.cluster_queues.get(held.cluster_queue)
+                    if owner is not None and not owner.terminating:  # a queue that may leave its tree: not again
+                        released.add(owner, held.usage, own=False)
             admission = target.ws.admission  # None once released (evictionRelease: Immediate)
             if admission is not None:
                 node = self.state.cluster_queues[admission.cluster_queue].node

@@ -171,14 +171,21 @@ def heads_asleep_that_fit(state: State) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("seed", [*range(24), 81])
-def test_no_head_sleeps_in_quota_it_fits_in(seed: int) -> None:
+@pytest.mark.parametrize("seed", [*range(24), 62, 67, 81])
+@pytest.mark.parametrize("release", ["OnRelease", "Immediate"])
+def test_no_head_sleeps_in_quota_it_fits_in(seed: int, release: str) -> None:
     """A head parked because a preemptor held the room it needed ("no longer fits") is tried
     again when that preemptor stops waiting without taking the room (deleted, parked), not only
     at the next release; seed 81 left two such heads asleep before the fix (scenario
-    deleting_a_waiting_preemptor_frees_the_room_it_held_for_the_rest_of_its_cohort)."""
+    deleting_a_waiting_preemptor_frees_the_room_it_held_for_the_rest_of_its_cohort). With
+    evictionRelease Immediate, victims release inside the cycle while its held room still counts
+    as used: their trees are woken again once the cycle frees it (seeds 62 and 67 left heads
+    filed by resource asleep before)."""
+    configuration = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
+                     "quotaflow": {"evictionRelease": release}}
+    events = [{"type": "ConfigApplied", "object": configuration}, *mixed_stream(seed, events=600, queues_per_cohort=6)]
     engine = Engine()
-    for offset, event in enumerate(mixed_stream(seed, events=600, queues_per_cohort=6)):
+    for offset, event in enumerate(events):
         engine.apply(msgspec.json.encode(event), offset)
         asleep = heads_asleep_that_fit(engine.state)
         assert not asleep, f"after offset {offset}: {', '.join(asleep)}"
