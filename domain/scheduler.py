@@ -319,9 +319,7 @@ class Scheduler:
                         # Itself a preemptor waiting for its own victims, it still heads its
                         # queue, as in Kueue (requeued after nomination, it is the head again
                         # in every cycle): nothing behind it goes first meanwhile.
-                        cq.queue.park(ws.order_key, status)
-                        state.waiting_preemptors[cq.name] = None
-                        set_pending(state, out, ws, status)
+                        self._wait_for_victims(out, cq, ws, status, status)
                     else:
                         self._park(out, cq, ws, status)
                 else:
@@ -345,7 +343,8 @@ class Scheduler:
             if issued:
                 set_pending(state, out, ws, status)
             else:
-                self._wait_for_victims(out, cq, ws, status, assignment)
+                self._wait_for_victims(out, cq, ws, status,
+                                       (reasons.WAITING_FOR_QUOTA, assignment.message()))
         for cq, hold in reserved:
             cq.node.add_usages(hold, -1)
         released.flush(state)
@@ -459,11 +458,11 @@ class Scheduler:
         set_pending(self.state, out, ws, status)
 
     def _wait_for_victims(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState,
-                          status: Status, assignment: Assignment) -> None:
-        """Every victim is already on its way out: sleep until quota comes back, staying the
-        sticky head. Look-alikes that join its class meanwhile were not evaluated: they only
-        learn that quota is short, not about preemptions that are not theirs."""
-        cq.queue.park(ws.order_key, (reasons.WAITING_FOR_QUOTA, assignment.message()))
+                          status: Status, parked_as: Status) -> None:
+        """Sleep until quota comes back, staying the sticky head (a waiting preemptor): its
+        status is `status`; look-alikes that join its class meanwhile were not evaluated and
+        read `parked_as` (that quota is short, not preemptions that are not theirs)."""
+        cq.queue.park(ws.order_key, parked_as)
         self.state.waiting_preemptors[cq.name] = None
         set_pending(self.state, out, ws, status)
 
@@ -529,7 +528,7 @@ class Scheduler:
         self._wait_for_victims(
             out, cq, ws,
             (reasons.WAITING_FOR_PREEMPTED_WORKLOADS, reasons.MSG_DEFERRED_FIT),
-            again.assignment,
+            (reasons.WAITING_FOR_QUOTA, again.assignment.message()),
         )
 
 
