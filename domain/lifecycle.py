@@ -99,9 +99,8 @@ def _wake_held_out(state: State, cq: ClusterQueueState) -> None:
     """Wake the heads of cq's tree parked until something changes (generic): among them those
     that no longer fitted behind the room cq's preemptor held (Scheduler.run_cycle), which no
     release would wake now that the room is free without one."""
-    root = cq.node.root()
-    for member in [cq] if root is cq.node else tree_members(state, root):
-        if member is not None and member.queue.wake_released(_NOTHING_FILED) and member.active:
+    for member in _tree_of(state, cq):
+        if member.queue.wake_released(_NOTHING_FILED) and member.active:
             state.ready[member.name] = None
 
 
@@ -345,13 +344,16 @@ def release_evicted(state: State, out: Emitter, ws: WorkloadState) -> None:
 
 def wake_tree(state: State, cq: ClusterQueueState) -> None:
     """Something that could change admission happened in cq's cohort tree: retry its parked heads."""
+    for member in _tree_of(state, cq):
+        wake_queue(state, member)
+
+
+def _tree_of(state: State, cq: ClusterQueueState) -> list[ClusterQueueState]:
+    """The ClusterQueues of cq's cohort tree (cq alone outside a cohort), in leaf order."""
     root = cq.node.root()
     if root is cq.node:
-        wake_queue(state, cq)
-        return
-    for member in tree_members(state, root):
-        if member is not None:
-            wake_queue(state, member)
+        return [cq]
+    return [member for member in tree_members(state, root) if member is not None]
 
 
 def wake_all(state: State) -> None:
