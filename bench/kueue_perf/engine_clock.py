@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from bench.engine_bench import gc_thresholds
 from bench.kueue_perf.batching import Batcher
 from bench.kueue_perf.executor import Executor
-from bench.kueue_perf.generator import SOURCE, Scenario, submitted
+from bench.kueue_perf.generator import SOURCE, Scenario
 from bench.kueue_perf.recorder import Recorder, Summary
-from bench.kueue_perf.virtual import rfc3339
+from bench.kueue_perf.virtual import next_time, rfc3339, take_arrivals
 from domain.decisions import Decision, encode
 from domain.engine import Engine
 from streams.engine_child import ENGINE_GC_THRESHOLD
@@ -70,17 +70,12 @@ def run(scenario: Scenario, *, batch: bool = True, speedup: float = 1.0,
     try:
         with gc_thresholds(ENGINE_GC_THRESHOLD):
             while True:
-                due = executor.next_due()
-                next_arrival = arrivals[i].at_ms if i < len(arrivals) else None
-                if due is None and next_arrival is None:
+                due = next_time(executor, arrivals, i)
+                if due is None:
                     break
-                now = max(free, min(x for x in (due, next_arrival) if x is not None))
+                now = max(free, due)
                 events = executor.pop_due(now)
-                while i < len(arrivals) and arrivals[i].at_ms <= now:
-                    a = arrivals[i]
-                    recorder.created(a, a.at_ms)  # it waited for the engine since it fell due
-                    events.append(submitted(a, rfc3339(a.at_ms)))
-                    i += 1
+                i = take_arrivals(arrivals, i, now, recorder, events)  # waited for the engine since due
                 stamp = rfc3339(now)
                 records = []
                 for event in batcher(events):

@@ -27,7 +27,7 @@ from typing import Any
 
 from bench.kueue_perf.batching import Batcher
 from bench.kueue_perf.executor import Executor
-from bench.kueue_perf.generator import Scenario, submitted
+from bench.kueue_perf.generator import Arrival, Scenario, submitted
 from bench.kueue_perf.recorder import Recorder, Summary
 from domain.decisions import Decision
 from domain.engine import Engine
@@ -36,6 +36,28 @@ EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 def rfc3339(ms: float) -> str:
     return (EPOCH + timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def next_time(executor: Executor, arrivals: list[Arrival], i: int) -> float | None:
+    """When the next thing falls due: the executor's next release or finish, or arrival i
+    (None: nothing is left)."""
+    due = executor.next_due()
+    next_arrival = arrivals[i].at_ms if i < len(arrivals) else None
+    if due is None or next_arrival is None:
+        return due if next_arrival is None else next_arrival
+    return min(due, next_arrival)
+
+
+def take_arrivals(arrivals: list[Arrival], i: int, now: float, recorder: Recorder,
+                  events: list[dict[str, Any]]) -> int:
+    """Append the submission of every arrival from i due by `now`, each created when it fell
+    due (a run whose clock jumps past it created it then, and it waited); returns the next i."""
+    while i < len(arrivals) and arrivals[i].at_ms <= now:
+        a = arrivals[i]
+        recorder.created(a, a.at_ms)
+        events.append(submitted(a, rfc3339(a.at_ms)))
+        i += 1
+    return i
 
 
 class Stalled(RuntimeError):
@@ -86,11 +108,9 @@ def run(scenario: Scenario, *, batch: bool = True, latency_ms: float = 0.0, keep
     same_instant = worst = 0
     next_report = report_every
     while True:
-        due = executor.next_due()
-        next_arrival = arrivals[i].at_ms if i < len(arrivals) else None
-        if due is None and next_arrival is None:
+        t = next_time(executor, arrivals, i)
+        if t is None:
             break
-        t = min(x for x in (due, next_arrival) if x is not None)
         if t == now:
             same_instant += 1
             worst = max(worst, same_instant)
@@ -99,12 +119,7 @@ def run(scenario: Scenario, *, batch: bool = True, latency_ms: float = 0.0, keep
         else:
             now, same_instant = t, 0
         events = executor.pop_due(now)
-        while i < len(arrivals) and arrivals[i].at_ms == now:
-            a = arrivals[i]
-            created = rfc3339(now)
-            recorder.created(a, now)
-            events.append(submitted(a, created))
-            i += 1
+        i = take_arrivals(arrivals, i, now, recorder, events)  # due exactly now: the clock stops at each
         stamp = rfc3339(now)
         for event in batcher(events):
             event["time"] = stamp
