@@ -785,6 +785,19 @@ def gc_thresholds(threshold: tuple[int, int, int] | None) -> Iterator[None]:
         gc.set_threshold(*old)
 
 
+@contextlib.contextmanager
+def frozen_setup(threshold: tuple[int, int, int] | None) -> Iterator[None]:
+    """What was built before is not garbage: collect once, freeze it so that no collection walks
+    it again, and run at these thresholds inside; thawed and as it was after."""
+    gc.collect()
+    gc.freeze()
+    try:
+        with gc_thresholds(threshold):
+            yield
+    finally:
+        gc.unfreeze()
+
+
 def measure(
     variants: dict[str, Variant], modes: Sequence[str], repeat: int, workloads: int, progress: bool,
     gc_freeze: bool = False, threshold: tuple[int, int, int] | None = None,

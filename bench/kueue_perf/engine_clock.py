@@ -21,12 +21,11 @@ to be for real time to come within a given distance of the simulation.
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.engine_bench import gc_thresholds
+from bench.engine_bench import frozen_setup
 from bench.kueue_perf.batching import Batcher
 from bench.kueue_perf.executor import Executor
 from bench.kueue_perf.generator import SOURCE, Scenario
@@ -65,38 +64,34 @@ def run(scenario: Scenario, *, batch: bool = True, speedup: float = 1.0,
     free = 0.0  # when the engine is done with its current step
     busy_ms = 0.0
     steps = 0
-    gc.collect()
-    gc.freeze()  # the setup is not garbage: as in the engine process, no collection walks it again
-    try:
-        with gc_thresholds(ENGINE_GC_THRESHOLD):
-            while True:
-                due = next_time(executor, arrivals, i)
-                if due is None:
-                    break
-                now = max(free, due)
-                events = executor.pop_due(now)
-                i = take_arrivals(arrivals, i, now, recorder, events)  # waited for the engine since due
-                stamp = rfc3339(now)
-                records = []
-                for event in batcher(events):
-                    event["time"] = stamp
-                    records.append(event_message(event, source=SOURCE).value)
-                decisions: list[Decision] = []
-                c0 = cpu()
-                for record in records:
-                    out = engine.apply(record, offset)
-                    offset += 1
-                    for d in out:
-                        encode(d)
-                    decisions.extend(out)
-                spent = (cpu() - c0) * 1000.0 / speedup
-                busy_ms += spent
-                steps += 1
-                free = now + spent
-                for d in decisions:
-                    recorder.decision(d, free)
-                executor.on_decisions(decisions, free)
-    finally:
-        gc.unfreeze()
+    # The setup is not garbage: as in the engine process, no collection walks it again.
+    with frozen_setup(ENGINE_GC_THRESHOLD):
+        while True:
+            due = next_time(executor, arrivals, i)
+            if due is None:
+                break
+            now = max(free, due)
+            events = executor.pop_due(now)
+            i = take_arrivals(arrivals, i, now, recorder, events)  # waited for the engine since due
+            stamp = rfc3339(now)
+            records = []
+            for event in batcher(events):
+                event["time"] = stamp
+                records.append(event_message(event, source=SOURCE).value)
+            decisions: list[Decision] = []
+            c0 = cpu()
+            for record in records:
+                out = engine.apply(record, offset)
+                offset += 1
+                for d in out:
+                    encode(d)
+                decisions.extend(out)
+            spent = (cpu() - c0) * 1000.0 / speedup
+            busy_ms += spent
+            steps += 1
+            free = now + spent
+            for d in decisions:
+                recorder.decision(d, free)
+            executor.on_decisions(decisions, free)
     return EngineClockRun(recorder.summary(), busy_ms / 1000.0, steps, offset - len(scenario.setup),
                           time.perf_counter() - wall0)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import gc
 import os
 import tempfile
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.agent_common import AgentProcess, bench_topics, percentile
-from bench.engine_bench import gc_thresholds
+from bench.engine_bench import frozen_setup
 from bench.kueue_perf.batching import DEFAULT_WINDOW, Batcher
 from bench.kueue_perf.executor import Executor
 from bench.kueue_perf.generator import SOURCE, Scenario, submitted
@@ -291,10 +290,5 @@ def _quiet_collector() -> Iterator[None]:
     thresholds a full collection walked it all in the middle of a run (190 ms in one large-scale
     run, during which no finish went out and no decision was read). Frozen, the collector skips
     that setup; at the engine process's thresholds it also runs a tenth as often."""
-    gc.collect()
-    gc.freeze()
-    try:
-        with gc_thresholds(RUNNER_GC_THRESHOLD):
-            yield
-    finally:
-        gc.unfreeze()
+    with frozen_setup(RUNNER_GC_THRESHOLD):
+        yield
