@@ -151,9 +151,9 @@ def test_a_batchs_finishes_wake_once_per_tree_what_they_wake_one_by_one(
     passes = {"releases": 0, "passes": 0}
     add, wake = lifecycle.DeferredWakes.add, lifecycle._wake_tree_after_release
 
-    def counted_add(self: Any, cq: Any, usage: Any) -> None:
+    def counted_add(self: Any, cq: Any, usage: Any, own: bool = True) -> None:
         passes["releases"] += 1
-        add(self, cq, usage)
+        add(self, cq, usage, own)
 
     def counted_wake(*args: Any) -> None:
         passes["passes"] += 1
