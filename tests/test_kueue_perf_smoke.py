@@ -8,6 +8,10 @@ that the recorder's numbers match a mini run worked out by hand.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import msgspec
@@ -393,3 +397,40 @@ def test_the_report_puts_the_engine_clock_between_the_simulation_and_real_time(
     slower = {**runs["engineClock"], "wallMs": runs["engineClock"]["wallMs"] * 1.25}
     assert ratio_line(slower, runs["engineClock"], "real", "engine clock").startswith(
         "real / engine clock: wall 1.250, usage q 1.000")
+
+
+def _evaluations(config_name: str, pure_python: bool) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "QUOTAFLOW_PURE_PYTHON"}
+    if pure_python:
+        env["QUOTAFLOW_PURE_PYTHON"] = "1"
+    return subprocess.run([sys.executable, "-m", "bench.kueue_perf.evaluations", "--config", config_name, "--json", "-"],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_evaluation_breakdown_of_the_mini_run_sorts_every_head_evaluation_by_its_outcome() -> None:
+    """The mini run, evaluation by evaluation: a1 and a2 fit and are admitted; b finds both as
+    victims and preempts them, then, in the next cycle of the same event, finds the same (already
+    evicted) victims and waits; b fits once they are released; a1 and a2's class finds no room and
+    no target (b, of higher priority, runs) and is parked once; both fit when b finishes."""
+    from bench.kueue_perf import evaluations as ev
+
+    done = _evaluations("mini", pure_python=True)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    counts = {k: v["count"] for k, v in figures["evaluations"].items()}
+    assert counts == {ev.ADMITTED: 5, ev.LOST_ROOM: 0, ev.NO_TARGET_AFTER_LOSS: 0, ev.NO_TARGET: 1,
+                      ev.PREEMPTS: 2, ev.OVERLAPPING: 0, ev.RECHECK: 0}
+    # Every admission comes from exactly one evaluation that fitted in its cycle.
+    assert figures["admittedDecisions"] == counts[ev.ADMITTED]
+    spent = sum(v["seconds"] for v in figures["evaluations"].values()) + figures["parkedAgain"]["seconds"]
+    assert 0 < spent < figures["engineS"]
+
+
+def test_evaluation_breakdown_refuses_a_compiled_engine_it_could_not_see_into() -> None:
+    from streams.compiled_domain import running_compiled
+
+    if not running_compiled():
+        pytest.skip("domain/ is not compiled here: the breakdown runs on the sources either way")
+    done = _evaluations("mini", pure_python=False)
+    assert done.returncode != 0
+    assert "QUOTAFLOW_PURE_PYTHON=1" in done.stderr
