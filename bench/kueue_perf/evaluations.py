@@ -13,8 +13,9 @@ which is what "how close to the limit" asks (README, bench/kueue_perf/README.md)
 
 It wraps the scheduler's methods, so it needs the interpreted engine (compiled callers would not
 see the wrappers): run it with QUOTAFLOW_PURE_PYTHON=1, which it checks. The times are those of
-the interpreted engine; the compiled one spends its time in about the same places, ~1.5-2x
-faster. A diagnostic: it prints a table and never fails on the numbers.
+the interpreted engine: the counts hold for the compiled one, the shares only roughly (compiled,
+work made of many small calls shrinks most; bench/kueue_perf/README.md has an example). A
+diagnostic: it prints a table and never fails on the numbers.
 """
 
 from __future__ import annotations
