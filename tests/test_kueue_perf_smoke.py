@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -404,7 +405,7 @@ def _evaluations(config_name: str, pure_python: bool) -> subprocess.CompletedPro
     if pure_python:
         env["QUOTAFLOW_PURE_PYTHON"] = "1"
     return subprocess.run([sys.executable, "-m", "bench.kueue_perf.evaluations", "--config", config_name, "--json", "-"],
-                          capture_output=True, text=True, env=env, timeout=120)
+                          capture_output=True, text=True, env=env, timeout=120, cwd=Path(__file__).resolve().parent.parent)
 
 
 def test_evaluation_breakdown_of_the_mini_run_sorts_every_head_evaluation_by_its_outcome() -> None:
