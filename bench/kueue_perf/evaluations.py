@@ -25,7 +25,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bench.kueue_perf import config as config_mod
@@ -57,8 +57,8 @@ class Tally:
 class Breakdown:
     engine_s: float  # perf_counter time inside Engine.apply, the wrappers' own cost included
     admitted_decisions: int
-    evaluations: dict[str, Tally] = field(default_factory=lambda: {c: Tally() for c in CATEGORIES})
-    parked_again: Tally = field(default_factory=Tally)
+    evaluations: dict[str, Tally]  # by category, in CATEGORIES' order
+    parked_again: Tally
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,29 +99,25 @@ def measure(scenario: generator.Scenario) -> Breakdown:
     parked_again = Tally()
     engine_s = 0.0
     admitted = 0
-    originals: dict[tuple[type, str], Callable[..., Any]] = {
-        (Scheduler, "assign"): Scheduler.assign,
-        (Scheduler, "run_cycle"): Scheduler.run_cycle,
-        (Scheduler, "_still_hopeless"): Scheduler._still_hopeless,
-        (Engine, "apply"): Engine.apply,
-    }
+    real_assign, real_run_cycle = Scheduler.assign, Scheduler.run_cycle
+    real_still_hopeless, real_apply = Scheduler._still_hopeless, Engine.apply
 
     def assign(self: Scheduler, cq: Any, ws: Any, fit_only: bool = False) -> Any:
         previous = ws.last_status[1] if ws.last_status is not None else None
         t0 = time.perf_counter()
-        entry = originals[(Scheduler, "assign")](self, cq, ws, fit_only)
+        entry = real_assign(self, cq, ws, fit_only)
         pending.append((entry, fit_only, previous, time.perf_counter() - t0))
         return entry
 
     def run_cycle(self: Scheduler, out: Any, batch: Any) -> None:
-        originals[(Scheduler, "run_cycle")](self, out, batch)
+        real_run_cycle(self, out, batch)
         for entry, fit_only, previous, seconds in pending:
             tallies[_classify(entry, fit_only, previous)].add(seconds)
         pending.clear()
 
     def still_hopeless(self: Scheduler, cq: Any, ws: Any) -> Any:
         t0 = time.perf_counter()
-        needs = originals[(Scheduler, "_still_hopeless")](self, cq, ws)
+        needs = real_still_hopeless(self, cq, ws)
         if needs is not None:
             parked_again.add(time.perf_counter() - t0)
         return needs
@@ -129,20 +125,22 @@ def measure(scenario: generator.Scenario) -> Breakdown:
     def apply(self: Engine, event: Any, offset: int) -> Any:
         nonlocal engine_s, admitted
         t0 = time.perf_counter()
-        out = originals[(Engine, "apply")](self, event, offset)
+        out = real_apply(self, event, offset)
         engine_s += time.perf_counter() - t0
         admitted += sum(1 for d in out if type(d) is Admitted)
         return out
 
-    wrappers = {(Scheduler, "assign"): assign, (Scheduler, "run_cycle"): run_cycle,
-                (Scheduler, "_still_hopeless"): still_hopeless, (Engine, "apply"): apply}
-    for (cls, name), wrapper in wrappers.items():
+    patches: list[tuple[type, str, Callable[..., Any], Callable[..., Any]]] = [
+        (Scheduler, "assign", assign, real_assign), (Scheduler, "run_cycle", run_cycle, real_run_cycle),
+        (Scheduler, "_still_hopeless", still_hopeless, real_still_hopeless), (Engine, "apply", apply, real_apply),
+    ]
+    for cls, name, wrapper, _ in patches:
         setattr(cls, name, wrapper)
     try:
         virtual.run(scenario)
     finally:
-        for (cls, name), original in originals.items():
-            setattr(cls, name, original)
+        for cls, name, _, real in patches:
+            setattr(cls, name, real)
     return Breakdown(engine_s, admitted, tallies, parked_again)
 
 
