@@ -40,10 +40,10 @@ run: $(VENV)/.installed compile
 test: $(VENV)/.installed compile
 	@set -uo pipefail; \
 	state="$$(mktemp -d)/broker.json"; \
-	trap '$(PY) -m streams.local_broker stop --state "$$state" >&2; rm -rf "$$(dirname "$$state")"' EXIT; \
+	trap '$(PY) -m devtools.local_broker stop --state "$$state" >&2; rm -rf "$$(dirname "$$state")"' EXIT; \
 	trap 'exit 130' INT; trap 'exit 143' TERM; \
 	if [ -z "$${QUOTAFLOW_KAFKA_BOOTSTRAP:-}" ] && command -v java >/dev/null && command -v mvn >/dev/null; then \
-	  if bootstrap="$$($(PY) -m streams.local_broker start --state "$$state" --owner-pid $$$$)"; then \
+	  if bootstrap="$$($(PY) -m devtools.local_broker start --state "$$state" --owner-pid $$$$)"; then \
 	    export QUOTAFLOW_KAFKA_BOOTSTRAP="$$bootstrap"; \
 	  else \
 	    echo "make test: local broker did not start; pytest picks a fallback" >&2; \
@@ -55,7 +55,7 @@ test: $(VENV)/.installed compile
 
 # For benchmarks and manual poking; pair every start with a stop.
 broker-start: $(VENV)/.installed
-	@$(PY) -m streams.local_broker start
+	@$(PY) -m devtools.local_broker start
 
 broker-stop:
-	@$(PY) -m streams.local_broker stop
+	@$(PY) -m devtools.local_broker stop

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from streams.envelope import event_message
-from streams.generate import generated_events
+from streams.log.envelope import event_message
+from devtools.generate import generated_events
 from streams.log import EventLog, Message, Topics
 from streams.settings import ENV_DECISIONS_TOPIC, ENV_INPUT_TOPIC, ENV_KAFKA_BOOTSTRAP, ENV_SNAPSHOTS_TOPIC
 
@@ -29,7 +29,7 @@ def kafka_bootstrap(explicit: str | None = None) -> Iterator[str]:
     if given:
         yield given
         return
-    from streams import local_broker
+    from devtools import local_broker
 
     broker = local_broker.start_broker(owner_pid=os.getpid())
     try:
@@ -81,7 +81,7 @@ class AgentProcess:
         }
         with log_path.open("ab") as sink:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "streams.cli", "agent", "--broker", broker_url, "--http-port", "0", *args],
+                [sys.executable, "-m", "streams.cli.main", "agent", "--broker", broker_url, "--http-port", "0", *args],
                 env=full_env,
                 stdin=subprocess.DEVNULL,
                 stdout=sink,

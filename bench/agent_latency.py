@@ -32,7 +32,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
 
 from bench.agent_common import AgentProcess, bench_topics, kafka_bootstrap, messages, percentile
-from streams.kafka_log import COMPACTED, UNLIMITED, KafkaLog
+from streams.log.kafka import COMPACTED, UNLIMITED, KafkaLog
 
 
 async def create_topics(bootstrap: str, names: list[str], compacted: str) -> None:

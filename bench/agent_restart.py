@@ -2,7 +2,7 @@
 
     python -m bench.agent_restart [--events 1000000] [--snapshot-every 10000] [--broker kafka|sqlite]
 
-1. `--events` input events are appended (the generated stream, `streams.generate`).
+1. `--events` input events are appended (the generated stream, `devtools.generate`).
 2. `quotaflow agent` (a subprocess, as deployed) processes all of them with a snapshot every
    `--snapshot-every` events, and is stopped (SIGTERM). Then `--tail` more events (half a
    snapshot interval by default: the average distance from the last snapshot) are processed by
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from bench.agent_common import AgentProcess, append_all, bench_topics, iso_to_epoch, kafka_bootstrap, messages
-from streams.agent import cause_of
+from streams.agent.loop import cause_of
 from streams.log import EventLog, Topics, open_log
 
 

@@ -8,7 +8,7 @@ Both read the same input topic on the same broker in the same run:
   and an idempotent `acks=all` producer copy every input record to another topic, batch by
   batch (`getmany`, send all, wait for the acks). No engine, no transactions: the floor cost of
   moving these messages through Kafka from Python.
-- **agent**: `streams.agent.Agent` on `KafkaLog` -- what `quotaflow agent` runs, minus the Faust
+- **agent**: `streams.agent.loop.Agent` on `KafkaLog` -- what `quotaflow agent` runs, minus the Faust
   shell -- from an empty decision log to the decision of the last input event committed:
   engine, CloudEvents envelopes, one transaction per batch, snapshots every 10,000 events.
   Logs at warning (`--log-level info` writes the per-decision lines to a file instead).
@@ -39,10 +39,10 @@ from aiokafka.structs import TopicPartition
 
 from bench.agent_common import append_all, bench_topics, kafka_bootstrap, messages
 from domain.engine import Engine
-from streams import logs
-from streams.agent import Agent, AgentConfig
-from streams.engine_host import Batch, ChildEngine, Shell
-from streams.kafka_log import KafkaLog
+from streams.agent import structured_logs as logs
+from streams.agent.loop import Agent, AgentConfig
+from streams.agent.engine_host import Batch, ChildEngine, Shell
+from streams.log.kafka import KafkaLog
 from streams.log import Message, Record, TopicSpec, Topics
 
 MODES = ("inprocess", "process")

@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="engine-ab-") as tmp:
         base = load_engine_at(args.base, Path(tmp))
         from domain.engine import Engine as ours
-        from streams.compiled_domain import running_compiled
+        from domain._engine_form import running_compiled
 
         # The base always runs from its sources: against a compiled checkout (`make`), the ratio
         # includes the compilation (--base HEAD measures it alone); QUOTAFLOW_PURE_PYTHON=1

@@ -92,7 +92,7 @@ from domain.decisions import Admitted, Decision, Deleted, Finished, Pending
 from domain.engine import Engine
 from domain.quantity import amount
 from domain.timestamps import format_time
-from streams.compiled_domain import running_compiled
+from domain._engine_form import running_compiled
 
 # -- the cluster ------------------------------------------------------------------------------
 
@@ -762,11 +762,11 @@ def run_once(
 
 def gc_threshold(choice: str) -> tuple[int, int, int] | None:
     """--gc-threshold: `default` (None: Python's), `engine-process` (what the agent's engine
-    process sets, streams.engine_child.ENGINE_GC_THRESHOLD) or three integers `a,b,c`."""
+    process sets, streams.agent.engine_child.ENGINE_GC_THRESHOLD) or three integers `a,b,c`."""
     if choice == "default":
         return None
     if choice == "engine-process":
-        from streams.engine_child import ENGINE_GC_THRESHOLD
+        from streams.agent.engine_child import ENGINE_GC_THRESHOLD
 
         return ENGINE_GC_THRESHOLD
     a, b, c = (int(x) for x in choice.split(","))
@@ -1151,7 +1151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--gc-threshold", default="default",
         help="collector thresholds during the runs: default (Python's 700,10,10), engine-process (what the "
-        "agent's engine process sets: streams.engine_child.ENGINE_GC_THRESHOLD) or a,b,c",
+        "agent's engine process sets: streams.agent.engine_child.ENGINE_GC_THRESHOLD) or a,b,c",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     parser.add_argument(

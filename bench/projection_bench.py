@@ -6,15 +6,15 @@
 Setup (untimed): the Kueue-like stream of bench/engine_bench.py (10 cohorts x 10 ClusterQueues,
 full Workload objects with pod templates, Poisson arrivals, every workload admitted once and
 finished once; `--workloads` of them) is written to a fresh input log with the CloudEvents
-envelope a producer adds, and the real agent (`streams.agent.Agent`) folds it into the decision
+envelope a producer adds, and the real agent (`streams.agent.loop.Agent`) folds it into the decision
 log and snapshot log, exactly as in production.
 
 Timed, in the same process and run, rounds alternating the order:
 
-- **raw consume**: a reader on the input log and one on the decision log (`streams.log`
+- **raw consume**: a reader on the input log and one on the decision log (`streams.log.interface`
   readers, batches of 5,000, as the projection uses them) read every record to the end offsets
   and touch its value. The floor cost of getting these records out of the log from Python.
-- **rebuild**: `projections.logs.rebuild` from offset 0 into a fresh `Projection` -- both
+- **rebuild**: `projections.follower.rebuild` from offset 0 into a fresh `Projection` -- both
   readers, the merge by cause offset, decoding, the fold of every input event and decision
   (configuration, workloads, quota, queue positions, history index, counters): what
   `quotaflow serve` does when it starts.
@@ -48,9 +48,9 @@ import msgspec
 from bench.agent_common import kafka_bootstrap
 from bench.engine_bench import generate, render, setup_events
 from projections.fold import Projection
-from projections.logs import decode_decision, rebuild
-from streams.agent import Agent, AgentConfig
-from streams.envelope import event_message
+from projections.follower import decode_decision, rebuild
+from streams.agent.loop import Agent, AgentConfig
+from streams.log.envelope import event_message
 from streams.log import EventLog, Message, Topics
 
 SENTINEL = b"end of benchmark: not JSON"  # always decides (Rejected): the agent's last decision
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", default=None, help="Kafka host:port (default: $QUOTAFLOW_KAFKA_BOOTSTRAP or a local broker)")
     parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
     args = parser.parse_args(argv)
-    from streams import logs as structured_logs
+    from streams.agent import structured_logs
 
     structured_logs.configure("warning")
     events = stream(args.workloads, args.seed, args.stream)
@@ -274,12 +274,12 @@ def main(argv: list[str] | None = None) -> int:
         "results": [],
     }
     if "kafka" in args.logs:
-        from streams.kafka_log import KafkaLog
+        from streams.log.kafka import KafkaLog
 
         with kafka_bootstrap(args.bootstrap) as bootstrap:
             report["results"].append(asyncio.run(run_log("kafka", KafkaLog(bootstrap), events, args.rounds)))
     if "sqlite" in args.logs:
-        from streams.sqlite_log import SqliteLog
+        from streams.log.sqlite import SqliteLog
 
         with tempfile.TemporaryDirectory(prefix="qf-proj-bench-") as tmp:
             report["results"].append(asyncio.run(run_log("sqlite", SqliteLog(Path(tmp) / "bench.db"), events, args.rounds)))

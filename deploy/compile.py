@@ -8,7 +8,7 @@ only slower.
 
 Built in place, the extension modules sit next to their sources and shadow them on import. A
 source edited after the build would silently not run, so the build records each source's
-sha256 in domain/.compiled.json, and streams/compiled_domain.py's `stale()` (checked by the
+sha256 in domain/.compiled.json, and domain/_engine_form.py's `stale()` (checked by the
 CLI and the tests) names any module whose source no longer matches its build. `make` rebuilds
 whenever a source changes; QUOTAFLOW_PURE_PYTHON=1 runs the sources without removing the build.
 
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from streams.compiled_domain import DOMAIN, MANIFEST, digest, extension_files, stale  # noqa: E402
+from domain._engine_form import DOMAIN, MANIFEST, digest, extension_files, stale  # noqa: E402
 
 # The C library the compiled modules share (mypyc's group): domain/native__mypyc*.so, inside
 # the package so that a wheel carries it with the modules.
@@ -35,8 +35,9 @@ GROUP = "domain.native"
 
 # Kept interpreted: msgspec reads these classes' fields and annotations at run time (Structs it
 # encodes and decodes, and WorkloadSpec, which snapshots store as a dataclass); mypyc's native
-# classes do not offer them in the form msgspec expects. The package marker has no code.
-INTERPRETED = frozenset({"__init__", "decisions", "snapshot", "typed_events", "workload"})
+# classes do not offer them in the form msgspec expects. The package marker and the loader that
+# chooses the engine's form (_engine_form) are not the engine.
+INTERPRETED = frozenset({"__init__", "_engine_form", "decisions", "snapshot", "typed_events", "workload"})
 
 
 def modules() -> list[Path]:

@@ -1,11 +1,11 @@
-"""Projections (issue 7): the views users look at, folded from the logs, and proofs of the decisions.
+"""Projections: the views users look at, folded from the logs, and proofs of the decisions.
 
 - `fold`    -- `Projection`: one fold over the input log and the decision log merged by cause
                offset (input event N, then the decisions it caused). Configuration from
                ConfigApplied/ConfigDeleted (the engine's own parsers), workloads from
                WorkloadSubmitted/Updated (parse_workload), quota held from the decisions, pending
                order as the engine and Kueue keep it. Never runs the scheduler.
-- `logs`    -- `Follower` / `rebuild`: feeds a projection from the logs (Kafka or SQLite) up to
+- `follower` -- `Follower` / `rebuild`: feeds a projection from the logs (Kafka or SQLite) up to
                the *decided watermark* (the agent's own progress rule), live or one-shot, with
                `as_of` for time travel.
 - `views`   -- JSON views in Kueue's shapes: ClusterQueue / LocalQueue status, cohorts (who
@@ -16,8 +16,7 @@
 - `audit`   -- replays the input log through a fresh engine, compares every recorded decision
                byte for byte: `quotaflow audit`.
 - `explain` -- history plus "why pending" from a rebuilt engine, read-only: `quotaflow explain`.
-- `render`  -- rich tables for the CLI (`quotaflow status`, `pending`, `history`, `explain`).
 
-The CLI commands live in `streams/cli_views.py`; the rebuild benchmark in
+The CLI commands and their tables live in `streams/cli/` (`view_commands.py`, `render.py`); the rebuild benchmark in
 `bench/projection_bench.py`.
 """

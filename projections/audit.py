@@ -1,7 +1,7 @@
 """Proving the decisions: replay the input log through a fresh engine and compare, byte for byte.
 
 The agent records `domain.decisions.encode(decision)` as each decision record's value
-(streams/agent.py; the CloudEvents headers are informational), so a fresh `Engine()` fed the same
+(streams/agent/loop.py; the CloudEvents headers are informational), so a fresh `Engine()` fed the same
 input records must give exactly those bytes, in the same order. The audit streams both logs
 (memory stays flat however long they are) and stops at the first divergence: a decision that
 differs, one the log has and the replay does not, or one the replay gives and the log lacks.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from domain.decisions import encode
 from domain.engine import Engine
-from projections.logs import decode_decision, snapshot_offset
+from projections.follower import decode_decision, snapshot_offset
 from streams.log import EventLog, Topics
 
 

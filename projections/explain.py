@@ -21,8 +21,9 @@ from domain.quantity import format_amount
 from domain.state import State
 from projections import views
 from projections.fold import Projection
-from projections.logs import rebuild
+from projections.follower import rebuild
 from streams.log import EventLog, Topics
+from streams.log.snapshots import load_latest
 
 MODES = {FIT: "Fit", RECLAIM: "Reclaim", PREEMPT: "Preempt", NO_CANDIDATES: "NoCandidates", NO_FIT: "NoFit"}
 
@@ -33,17 +34,12 @@ async def engine_at(log: EventLog, topics: Topics, offset: int) -> tuple[Engine,
     start = 0
     source = "replay from offset 0"
     try:
-        from streams.snapshots import SnapshotUnusable, load_latest
-    except ImportError:  # no snapshot support in this build
-        load_latest = None  # type: ignore[assignment]
-    if load_latest is not None:
-        try:
-            restored = await load_latest(log, topics.snapshots)
-        except (SnapshotUnusable, Exception):
-            restored = None
-        if restored is not None and restored.offset <= offset:
-            engine, start = restored.engine, restored.offset + 1
-            source = f"snapshot after input offset {restored.offset}, then replay"
+        restored = await load_latest(log, topics.snapshots)
+    except Exception:  # an unusable snapshot (SnapshotUnusable or worse) only costs a longer replay
+        restored = None
+    if restored is not None and restored.offset <= offset:
+        engine, start = restored.engine, restored.offset + 1
+        source = f"snapshot after input offset {restored.offset}, then replay"
     if engine is None:
         engine = Engine()
     if start <= offset:

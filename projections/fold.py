@@ -28,7 +28,7 @@ check `Retry` moves it to the eviction time), then log position, then `namespace
 workload waits in its ClusterQueue's queue when it is active, its LocalQueue exists and is not
 stopped, and the ClusterQueue exists and is not being deleted -- exactly when the engine queues it
 there. Positions are indexes in each queue's order, which is sorted when first read and then kept
-sorted (see `PendingQueue`).
+sorted (see `PendingOrder`).
 
 Time for metrics: the logs carry no wall clock except event `time` fields and record timestamps.
 An event's time is its `time` (inner events of a Batch inherit the Batch's), else the input
@@ -193,7 +193,7 @@ class WorkloadView(msgspec.Struct, gc=False):
         return self.cluster_queue is not None
 
 
-class PendingQueue:
+class PendingOrder:
     """The OrderKeys of the workloads queued in one ClusterQueue (or LocalQueue), read in order.
 
     Adding and removing cost a dict operation; the order is built when first read and then kept
@@ -263,7 +263,7 @@ class ClusterQueueView:
         self.held: dict[int, list[Any]] = {}
         self.holders: dict[str, None] = {}
         self.admitted = 0
-        self.pending = PendingQueue()  # OrderKeys of the workloads queued here
+        self.pending = PendingOrder()  # OrderKeys of the workloads queued here
         self._totals: tuple[dict[FR, int], dict[FR, int]] | None = None
 
     def _sums(self) -> tuple[dict[FR, int], dict[FR, int]]:
@@ -1086,7 +1086,7 @@ class Projection:
             self.cluster_queues[target].pending.add(key)
             lq_pending = self.lq_pending.get(wv.lq)
             if lq_pending is None:
-                lq_pending = self.lq_pending[wv.lq] = PendingQueue()
+                lq_pending = self.lq_pending[wv.lq] = PendingOrder()
             lq_pending.add(key)
             wv.queued_in = target
 

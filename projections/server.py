@@ -2,7 +2,7 @@
 
 aiohttp (which Faust itself runs on) rather than Faust web views: the projection is a reader of
 both logs on Kafka *or* SQLite, and a Faust app cannot start without Kafka. The agent's own
-`/health` and `/status` stay on the agent (streams/app.py).
+`/health` and `/status` stay on the agent (streams/agent/process.py).
 
 | path | view |
 | --- | --- |
@@ -33,7 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from projections import views
 from projections.fold import Projection
-from projections.logs import Follower
+from projections.follower import Follower
 from projections.metrics import exposition, registry_for
 from streams.log import EventLog, Topics
 

@@ -1,6 +1,9 @@
-# Every entry point imports streams/ before domain/: here the engine's form is chosen, compiled
-# (deploy/compile.py) or from its sources (QUOTAFLOW_PURE_PYTHON=1, or a stale build). See
-# streams/compiled_domain.py.
-from streams.compiled_domain import choose_engine_form as _choose
+"""The imperative shell around the engine, one subpackage per role.
 
-_choose()
+- `log/`       the logs (input, decisions, snapshots): interface, Kafka and SQLite backends
+- `agent/`     the admission agent: the exactly-once loop, its process shell, the engine's host
+- `client.py`  the typed Python client for producers and consumers
+- `importers/` other schedulers' configurations as contract events
+- `cli/`       the `quotaflow` command line and its rendering
+- `settings.py` defaults every role shares (ports, topics, environment variable names)
+"""

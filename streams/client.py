@@ -10,7 +10,7 @@
 
 Every write method returns the input log offset of the event it appended: decisions caused by
 it carry that offset as `cause.offset`. Events are written as the contract's JSON with the
-CloudEvents headers of `streams.envelope`; the client never adds fields to an event (an `id` or
+CloudEvents headers of `streams.log.envelope`; the client never adds fields to an event (an `id` or
 `time` is included only when given), so what the engine folds is exactly what the caller passed.
 Objects may be dicts (as parsed from Kueue YAML) or msgspec Structs.
 """
@@ -23,7 +23,7 @@ from typing import Any, Literal, Self
 import msgspec
 
 from domain.decisions import AnyDecision, decode
-from streams.envelope import event_message
+from streams.log.envelope import event_message
 from streams.log import EventLog, Record, Topics, open_log
 from streams.settings import Settings
 

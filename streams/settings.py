@@ -25,19 +25,19 @@ ENV_HTTP_PORT = "QUOTAFLOW_HTTP_PORT"
 ENV_INPUT_TOPIC = "QUOTAFLOW_INPUT_TOPIC"
 ENV_DECISIONS_TOPIC = "QUOTAFLOW_DECISIONS_TOPIC"
 ENV_SNAPSHOTS_TOPIC = "QUOTAFLOW_SNAPSHOTS_TOPIC"
-# The agent (streams/agent.py): snapshot cadence, log level, writer name.
+# The agent (streams/agent/loop.py): snapshot cadence, log level, writer name.
 DEFAULT_SNAPSHOT_EVERY = 10_000  # input events
 DEFAULT_SNAPSHOT_INTERVAL_S = 60.0
 DEFAULT_LOG_LEVEL = "info"
 DEFAULT_MAX_BATCH = 2_000  # input events per transaction
-DEFAULT_STEP_BYTES = 64 * 1024  # input bytes per engine step (streams/agent.py, AgentConfig.step_bytes)
+DEFAULT_STEP_BYTES = 64 * 1024  # input bytes per engine step (streams/agent/loop.py, AgentConfig.step_bytes)
 ENV_SNAPSHOT_EVERY = "QUOTAFLOW_SNAPSHOT_EVERY"
 ENV_SNAPSHOT_INTERVAL = "QUOTAFLOW_SNAPSHOT_INTERVAL"
 ENV_LOG_LEVEL = "QUOTAFLOW_LOG_LEVEL"
 ENV_AGENT_NAME = "QUOTAFLOW_AGENT_NAME"
 ENV_MAX_BATCH = "QUOTAFLOW_MAX_BATCH"
 ENV_STEP_BYTES = "QUOTAFLOW_STEP_BYTES"
-# The engine in a child process of the agent, pipelined with the shell (streams/engine_host.py).
+# The engine in a child process of the agent, pipelined with the shell (streams/agent/engine_host.py).
 ENV_ENGINE_PROCESS = "QUOTAFLOW_ENGINE_PROCESS"
 # Test-only: turns "no Kafka broker available" from a skip into a failure.
 ENV_REQUIRE_KAFKA = "QUOTAFLOW_REQUIRE_KAFKA"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import settings
 
 # First, before anything imports domain: streams/__init__.py chooses the engine's form.
-from streams.compiled_domain import pure_python_requested, running_compiled
+from domain._engine_form import pure_python_requested, running_compiled
 from kafka_fixtures import kafka_bootstrap, kafka_topic, kafka_topic_factory
 
 __all__ = ["kafka_bootstrap", "kafka_topic", "kafka_topic_factory"]

@@ -2,7 +2,7 @@
 
 Order of preference:
 1. QUOTAFLOW_KAFKA_BOOTSTRAP, when set (e.g. `make test` started a broker);
-2. a local JVM broker (streams.local_broker) when `java` and `mvn` exist;
+2. a local JVM broker (devtools.local_broker) when `java` and `mvn` exist;
 3. testcontainers' Kafka when a Docker engine answers;
 4. otherwise Kafka tests are skipped -- or fail when QUOTAFLOW_REQUIRE_KAFKA=1.
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from streams import local_broker
+from devtools import local_broker
 from streams.settings import ENV_KAFKA_BOOTSTRAP, ENV_REQUIRE_KAFKA, split_host_port
 
 # cp-kafka 7.9 is Apache Kafka 3.9; testcontainers' KafkaContainer only knows

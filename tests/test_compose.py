@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from streams import local_broker, settings
+from devtools import local_broker
+from streams import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -296,7 +296,7 @@ def test_virtual_run_with_the_engine_process_gc_thresholds_and_back(capsys: pyte
 
     from bench.kueue_perf.__main__ import main
     from bench.kueue_perf.batching import DEFAULT_WINDOW
-    from streams.engine_child import ENGINE_GC_THRESHOLD
+    from streams.agent.engine_child import ENGINE_GC_THRESHOLD
     from streams.settings import DEFAULT_STEP_BYTES, ENV_STEP_BYTES
 
     before = gc.get_threshold()
@@ -428,7 +428,7 @@ def test_evaluation_breakdown_of_the_mini_run_sorts_every_head_evaluation_by_its
 
 
 def test_evaluation_breakdown_refuses_a_compiled_engine_it_could_not_see_into() -> None:
-    from streams.compiled_domain import running_compiled
+    from domain._engine_form import running_compiled
 
     if not running_compiled():
         pytest.skip("domain/ is not compiled here: the breakdown runs on the sources either way")

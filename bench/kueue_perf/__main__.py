@@ -7,7 +7,7 @@
 
 `--config` takes `baseline`, `large-scale` (copies of Kueue's configs) or a path to any
 generator.yaml in Kueue's format. Real time uses `--bootstrap` or $QUOTAFLOW_KAFKA_BOOTSTRAP,
-else starts a local broker (streams/local_broker.py) for the run. A benchmark: it prints
+else starts a local broker (devtools/local_broker.py) for the run. A benchmark: it prints
 numbers next to Kueue's calibrated means and never fails on them.
 """
 

@@ -33,8 +33,8 @@ from bench.kueue_perf.recorder import Recorder, Summary
 from bench.kueue_perf.virtual import next_time, rfc3339, take_arrivals
 from domain.decisions import Decision, encode
 from domain.engine import Engine
-from streams.engine_child import ENGINE_GC_THRESHOLD
-from streams.envelope import event_message
+from streams.agent.engine_child import ENGINE_GC_THRESHOLD
+from streams.log.envelope import event_message
 
 
 @dataclass

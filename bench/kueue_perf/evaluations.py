@@ -30,7 +30,7 @@ from typing import Any
 
 from bench.kueue_perf import config as config_mod
 from bench.kueue_perf import generator, virtual
-from streams.compiled_domain import running_compiled
+from domain._engine_form import running_compiled
 
 ADMITTED = "fit: admitted"
 LOST_ROOM = "fit, then lost its room to an entry ranked before it"

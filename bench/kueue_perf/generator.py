@@ -28,7 +28,7 @@ from bench.kueue_perf.config import Config
 from domain.quantity import amount
 
 V1BETA1 = "kueue.x-k8s.io/v1beta1"
-# The `ce_source` header of the records the runner appends (streams/envelope.py).
+# The `ce_source` header of the records the runner appends (streams/log/envelope.py).
 SOURCE = "/quotaflow/bench/kueue-perf"
 # Kueue's label names (runner/generator), kept so the objects look like the ones Kueue creates.
 RUNNING_TIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"

@@ -33,8 +33,8 @@ from bench.kueue_perf.executor import Executor
 from bench.kueue_perf.generator import SOURCE, Scenario, submitted
 from bench.kueue_perf.recorder import Recorder, Summary
 from domain.decisions import decode
-from streams.envelope import event_message
-from streams.kafka_log import KafkaLog
+from streams.log.envelope import event_message
+from streams.log.kafka import KafkaLog
 from streams.log import Message, Topics
 
 RUNNER_GC_THRESHOLD = (50_000, 50, 100)

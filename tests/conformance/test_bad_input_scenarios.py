@@ -32,7 +32,7 @@ BAD_INPUT = Path(__file__).parent / "scenarios" / "bad_input"
 def replay(events: Path) -> bytes:
     """`quotaflow replay EVENTS`, as test_scenarios.py runs it."""
     result = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "replay", str(events)],
+        [sys.executable, "-m", "streams.cli.main", "replay", str(events)],
         capture_output=True,
         env=dict(os.environ, PYTHONHASHSEED="0"),
         check=False,

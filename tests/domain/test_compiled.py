@@ -19,7 +19,7 @@ import msgspec
 import pytest
 from event_streams import random_stream
 
-from streams.compiled_domain import ENV, running_compiled
+from domain._engine_form import ENV, running_compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ def _env(pure: bool) -> dict[str, str]:
 
 
 def _replay(path: Path, pure: bool) -> bytes:
-    done = subprocess.run([sys.executable, "-m", "streams.cli", "replay", str(path)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "streams.cli.main", "replay", str(path)], cwd=ROOT,
                           env=_env(pure), capture_output=True, timeout=600)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     return done.stdout

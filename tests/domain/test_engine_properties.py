@@ -588,7 +588,7 @@ def log_events(config: Config, ops: list[Any]) -> list[dict[str, Any]]:
 
 def replay(path: Path, hash_seed: str) -> bytes:
     result = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "replay", str(path)],
+        [sys.executable, "-m", "streams.cli.main", "replay", str(path)],
         capture_output=True,
         cwd=ROOT,
         env=dict(os.environ, PYTHONHASHSEED=hash_seed),

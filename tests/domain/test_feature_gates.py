@@ -110,7 +110,7 @@ def test_a_restored_snapshot_keeps_the_gate() -> None:
     """Cut right after a/high's preemption: the restored engine must still put the waiting
     preemptor first (gate on), which the gate-off twin of the scenario shows is not the default."""
     def events(name: str) -> list[dict[str, Any]]:
-        return [e for e in yaml.safe_load_all((SCENARIOS / f"{name}.yaml").read_text()) if e]
+        return [e for e in yaml.safe_load_all(next(SCENARIOS.rglob(f"{name}.yaml")).read_text()) if e]
 
     gated = events("feature_gate_prioritize_preemptor_workloads_fair_sharing_preemptor_keeps_its_room")
     cut = next(i for i, e in enumerate(gated) if e.get("workload", {}).get("metadata", {}).get("name") == "high") + 1

@@ -12,7 +12,7 @@ import msgspec
 from domain.decisions import encode
 from domain.engine import Engine
 from projections.fold import DecisionRecord, Projection
-from projections.logs import decode_decision
+from projections.follower import decode_decision
 
 _encode = msgspec.json.Encoder().encode
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z

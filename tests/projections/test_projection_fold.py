@@ -279,7 +279,7 @@ def test_fold_reads_decisions_as_the_engine_decodes_them() -> None:
     'Unknown' to the fold too (it changes nothing)."""
     from domain.decisions import Admitted, QuotaReserved
     from domain.decisions import decode as engine_decode
-    from projections.logs import decode_decision
+    from projections.follower import decode_decision
     from projections.records import assignment_usage, decode_records
     from streams.log import Record
 

@@ -22,13 +22,13 @@ from domain.snapshot import dump
 from projections.audit import audit
 from projections.explain import engine_at, explain
 from projections.fold import Projection
-from projections.logs import Follower, rebuild
+from projections.follower import Follower, rebuild
 from projections.server import ProjectionServer
-from streams.agent import Agent, AgentConfig
-from streams.envelope import event_message
-from streams.kafka_log import KafkaLog
+from streams.agent.loop import Agent, AgentConfig
+from streams.log.envelope import event_message
+from streams.log.kafka import KafkaLog
 from streams.log import EventLog, Message, Topics
-from streams.sqlite_log import SqliteLog
+from streams.log.sqlite import SqliteLog
 
 pytestmark = pytest.mark.timeout(120, func_only=True)
 

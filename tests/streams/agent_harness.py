@@ -18,9 +18,9 @@ from typing import Any
 
 from domain.decisions import encode
 from domain.engine import Engine
-from streams.agent import cause_of
-from streams.envelope import event_message
-from streams.generate import generated_events
+from streams.agent.loop import cause_of
+from streams.log.envelope import event_message
+from devtools.generate import generated_events
 from streams.log import EventLog, Message, Topics
 from streams.settings import (
     ENV_DECISIONS_TOPIC,
@@ -102,7 +102,7 @@ def stream_and_replay(n: int, seed: int, tmp_path: Path) -> tuple[list[bytes | d
 def replay(events_file: Path) -> list[bytes]:
     """`quotaflow replay EVENTS_FILE`, as a user runs it: one decision per output line."""
     result = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "replay", str(events_file)],
+        [sys.executable, "-m", "streams.cli.main", "replay", str(events_file)],
         capture_output=True,
         check=False,
         timeout=300,
@@ -158,7 +158,7 @@ STEP_BYTES = 16 * 1024
 CRASH_ARGS = ["--snapshot-every", str(SNAPSHOT_EVERY), "--max-batch", str(MAX_BATCH), "--step-bytes", str(STEP_BYTES)]
 
 
-# The agent's two engine modes (streams/engine_host.py), as `quotaflow agent` flags.
+# The agent's two engine modes (streams/agent/engine_host.py), as `quotaflow agent` flags.
 ENGINE_MODES = {"process": "--engine-process", "inprocess": "--no-engine-process"}
 
 
@@ -260,7 +260,7 @@ class AgentProcess:
             log.write(f"--- start {self.starts}\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "streams.cli", "agent", "--broker", self.broker_url, "--http-port", "0", *self.args],
+                [sys.executable, "-m", "streams.cli.main", "agent", "--broker", self.broker_url, "--http-port", "0", *self.args],
                 env=agent_env(self.topics, **self.env),
                 stdin=subprocess.DEVNULL,
                 stdout=log,

@@ -1,6 +1,6 @@
 """Stopping and restarting a local broker with its data, for the broker-restart crash test.
 
-`streams.local_broker` starts a fresh broker and stops it (optionally keeping the data dir); this
+`devtools.local_broker` starts a fresh broker and stops it (optionally keeping the data dir); this
 restarts a stopped one from the same work dir: same server.properties, so the same data dir,
 ports and cluster id. It reuses local_broker's own pieces (jar cache, JVM command line,
 watchdog), so the restarted JVM is cleaned up exactly like the first one.
@@ -14,8 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from streams import local_broker
-from streams.local_broker import LocalBroker, LocalBrokerError
+from devtools import local_broker
+from devtools.local_broker import LocalBroker, LocalBrokerError
 
 
 def stop_keeping_data(broker: LocalBroker) -> None:

@@ -1,4 +1,4 @@
-"""The log contract (streams/log.py), written once, run against every implementation.
+"""The log contract (streams/log/interface.py), written once, run against every implementation.
 
 Like the `eventsourcing` library's abstract recorder tests: `LogContract` holds the tests, and a
 subclass per implementation (test_log_sqlite.py, test_log_kafka.py) provides the fixtures:

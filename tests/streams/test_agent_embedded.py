@@ -29,12 +29,12 @@ from agent_harness import (
 )
 
 from domain.engine import Unparseable
-from streams.agent import Agent, AgentConfig
-from streams.event_files import read_events
-from streams.generate import generated_events
+from streams.agent.loop import Agent, AgentConfig
+from streams.log.event_files import read_events
+from devtools.generate import generated_events
 from streams.log import Topics
 from streams.settings import DEFAULT_STEP_BYTES
-from streams.sqlite_log import SqliteLog
+from streams.log.sqlite import SqliteLog
 
 pytestmark = pytest.mark.timeout(120, func_only=True)
 
@@ -296,12 +296,12 @@ async def test_embedded_second_agent_is_standby_until_the_first_dies(tmp_path: P
 
 def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "streams.cli", *args], input=stdin, capture_output=True, timeout=timeout, check=False
+        [sys.executable, "-m", "streams.cli.main", *args], input=stdin, capture_output=True, timeout=timeout, check=False
     )
 
 
 async def test_cli_commands_on_the_embedded_log(tmp_path: Path) -> None:
-    from streams.demo import STEPS
+    from streams.cli.demo import STEPS
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     import yaml
@@ -357,7 +357,7 @@ async def test_cli_commands_on_the_embedded_log(tmp_path: Path) -> None:
 
 def test_demo_runs_out_of_the_box(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "demo"], cwd=tmp_path, capture_output=True, timeout=60, check=False
+        [sys.executable, "-m", "streams.cli.main", "demo"], cwd=tmp_path, capture_output=True, timeout=60, check=False
     )
     out = result.stdout.decode()
     assert result.returncode == 0, result.stderr.decode() + out
@@ -410,7 +410,7 @@ async def test_snapshot_by_time_and_json_log_lines(tmp_path: Path, level: str) -
 
     import structlog
 
-    from streams import logs
+    from streams.agent import structured_logs as logs
 
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)

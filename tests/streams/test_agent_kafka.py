@@ -31,16 +31,16 @@ from agent_harness import (
 from aiokafka import AIOKafkaProducer
 from kafka_fixtures import kafka_required
 
-from streams.agent import Agent, AgentConfig
+from streams.agent.loop import Agent, AgentConfig
 from streams.client import Client
-from streams.event_files import read_events
-from streams.kafka_log import ENV_INSTANCE_ID, KafkaLog
+from streams.log.event_files import read_events
+from streams.log.kafka import ENV_INSTANCE_ID, KafkaLog
 from streams.log import Topics
 from streams.settings import Settings
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(150, func_only=True)]
 
-SEED = Path(__file__).resolve().parents[1] / "conformance" / "scenarios" / "seed_borrowing_cohort_lends_idle_quota.yaml"
+SEED = Path(__file__).resolve().parents[1] / "conformance" / "scenarios" / "borrowing_lending" / "seed_borrowing_cohort_lends_idle_quota.yaml"
 
 
 @pytest.fixture
@@ -215,7 +215,7 @@ async def test_kafka_killing_the_engine_process_makes_the_agent_recover(
 @pytest.fixture
 def own_broker() -> Iterator[dict[str, object]]:
     """A broker of this test's own, which it may stop and restart."""
-    from streams import local_broker
+    from devtools import local_broker
 
     if not (shutil.which("java") and shutil.which("mvn")):
         if kafka_required():

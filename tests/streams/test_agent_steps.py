@@ -1,11 +1,11 @@
-"""How the agent splits one read's records into engine steps (streams/agent.py, `_steps`)."""
+"""How the agent splits one read's records into engine steps (streams/agent/loop.py, `_steps`)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.agent import _steps
+from streams.agent.loop import _steps
 from streams.log import Record
 
 

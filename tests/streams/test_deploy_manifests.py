@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from streams import kafka_config, kafka_log, settings
+from streams import settings
+from streams.log import kafka as kafka_log, kafka_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

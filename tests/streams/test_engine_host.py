@@ -11,12 +11,12 @@ from agent_harness import as_message, running
 
 from domain.engine import Engine
 from domain.snapshot import dump
-from streams import engine_wire as wire
-from streams.engine_child import Child
-from streams.engine_host import ChildEngine, EngineFailure, EngineProcessDied, LocalEngine, Shell
-from streams.generate import generated_events
+from streams.agent import engine_wire as wire
+from streams.agent.engine_child import Child
+from streams.agent.engine_host import ChildEngine, EngineFailure, EngineProcessDied, LocalEngine, Shell
+from devtools.generate import generated_events
 from streams.log import Record
-from streams.snapshots import SnapshotUnusable, Stored, snapshot_data
+from streams.log.snapshots import SnapshotUnusable, Stored, snapshot_data
 
 pytestmark = pytest.mark.timeout(60, func_only=True)
 

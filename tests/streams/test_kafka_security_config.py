@@ -1,4 +1,4 @@
-"""SASL/SSL client settings come from the environment (streams/kafka_config.py)."""
+"""SASL/SSL client settings come from the environment (streams/log/kafka_config.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ssl
 
 import pytest
 
-from streams.kafka_config import KafkaConfigError, KafkaSecurity
+from streams.log.kafka_config import KafkaConfigError, KafkaSecurity
 
 
 def test_plaintext_by_default() -> None:

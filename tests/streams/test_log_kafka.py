@@ -9,7 +9,7 @@ import pytest
 from kafka_fixtures import create_topics
 from log_contract import LogContract, log_opener
 
-from streams.kafka_log import KafkaLog
+from streams.log.kafka import KafkaLog
 from streams.log import EventLog, LogError, TopicSpec, Topics, TransactionalWriter
 from streams.settings import ENV_KAFKA_BOOTSTRAP
 

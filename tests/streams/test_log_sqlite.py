@@ -10,7 +10,7 @@ import pytest
 from log_contract import LogContract, log_opener
 
 from streams.log import EventLog, Message, TransactionalWriter
-from streams.sqlite_log import SqliteLog, SqliteWriter
+from streams.log.sqlite import SqliteLog, SqliteWriter
 
 pytestmark = pytest.mark.timeout(60, func_only=True)
 

@@ -1,4 +1,4 @@
-"""`quotaflow import yunikorn`: YuniKorn queue configurations -> contract events (streams/yunikorn_import.py).
+"""`quotaflow import yunikorn`: YuniKorn queue configurations -> contract events (streams/importers/yunikorn.py).
 
 Expected objects are derived from the mapping in the module's docstring and YuniKorn's own rules
 (seed 004; yunikorn-core pkg/common/configs/configvalidator.go checkQueueResource), then replayed
@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 from domain.decisions import encode
 from domain.engine import Engine
 from domain.quantity import amount
-from streams.cli import app
-from streams.event_files import read_events
-from streams.yunikorn_import import YuniKornConfigError, convert, convert_with_problems, parse_capacity
+from streams.cli.main import app
+from streams.log.event_files import read_events
+from streams.importers.yunikorn import YuniKornConfigError, convert, convert_with_problems, parse_capacity
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "conformance" / "scenarios"
 
@@ -149,7 +149,7 @@ def test_seed_004_example_maps_to_root_cohort_parent_cohort_and_three_cluster_qu
 )
 def test_conformance_scenarios_start_with_exactly_the_imported_events(scenario: str, config: str, capacity: str) -> None:
     imported = convert(config, parse_capacity(capacity))
-    events = list(read_events(SCENARIOS / f"{scenario}.yaml"))
+    events = list(read_events(next(SCENARIOS.rglob(f"{scenario}.yaml"))))
     assert events[: len(imported)] == imported
     assert all(e["type"] != "ConfigApplied" for e in events[len(imported):])  # type: ignore[index]
 

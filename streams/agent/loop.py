@@ -1,7 +1,7 @@
 """The agent: folds the input log through the engine and writes the decision log, exactly once.
 
-It runs the same on both logs (`streams.log`); the Kafka and embedded runtimes differ only in the
-log they hand it and the process shell around it (`streams.app`).
+It runs the same on both logs (`streams.log.interface`); the Kafka and embedded runtimes differ only in the
+log they hand it and the process shell around it (`streams.agent.process`).
 
 ## The guarantee, and why it holds
 
@@ -48,7 +48,7 @@ cost the agent about as much CPU as the rest of its shell); `recovered`, `snapsh
 
 ## The engine in a process of its own (`engine_process`, the default with two or more cores)
 
-The engine can run in a child process (`streams/engine_host.py`, `streams/engine_child.py`) fed
+The engine can run in a child process (`streams/agent/engine_host.py`, `streams/agent/engine_child.py`) fed
 whole batches of raw input values, answering with encoded decision payloads (and snapshot
 chunks), so that while it folds batch N this process commits batch N-1 and reads batch N+1: the
 engine's CPU and the shell's overlap instead of adding up. A batch is at most `step_bytes` of one
@@ -77,8 +77,8 @@ import msgspec
 import structlog
 
 from domain.decisions import Cause
-from streams.engine_host import Batch, ChildEngine, EngineFailure, EngineHost, EngineProcessDied, LocalEngine, Shell
-from streams.envelope import agent_source, ce_type, now_rfc3339
+from streams.agent.engine_host import Batch, ChildEngine, EngineFailure, EngineHost, EngineProcessDied, LocalEngine, Shell
+from streams.log.envelope import agent_source, ce_type, now_rfc3339
 from streams.log import EventLog, Fenced, LogError, LogUnavailable, Record, Topics
 from streams.settings import (
     DEFAULT_MAX_BATCH,
@@ -87,7 +87,7 @@ from streams.settings import (
     DEFAULT_STEP_BYTES,
     default_engine_process,
 )
-from streams.snapshots import SnapshotUnusable, chunk_messages, read_latest
+from streams.log.snapshots import SnapshotUnusable, chunk_messages, read_latest
 
 T = TypeVar("T")
 
@@ -129,7 +129,7 @@ class AgentConfig:
     retry_backoff: float = 0.5
     max_retry_backoff: float = 10.0
     operation_timeout: float = 60.0  # topic setup and recovery reads; past it: retry
-    # The engine in a child process, pipelined with the shell (streams/engine_host.py).
+    # The engine in a child process, pipelined with the shell (streams/agent/engine_host.py).
     engine_process: bool = field(default_factory=default_engine_process)
 
     @property

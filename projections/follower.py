@@ -1,10 +1,10 @@
 """Feeding a projection from the logs: input event N, then the decisions it caused.
 
-The two logs are read with `streams.log` readers (Kafka or SQLite alike) and merged by the
+The two logs are read with `streams.log.interface` readers (Kafka or SQLite alike) and merged by the
 decisions' `cause.offset`. The one question a merge must answer is when input event N is
 *decided*, i.e. when every decision it caused has been read, so that N and its decisions can be
 folded together. Events that decide nothing (most configuration changes) leave no trace in the
-decision log, so the fold follows the agent's own progress rule (streams/agent.py):
+decision log, so the fold follows the agent's own progress rule (streams/agent/loop.py):
 
 - a decision caused by input offset C means every input event before C is decided (the agent
   processes the input log in order and commits each event's decisions atomically);
@@ -364,13 +364,6 @@ async def fetch_records(log: EventLog, topic: str, offsets: list[int], gap: int 
                     if r.offset in wanted:
                         out[r.offset] = (r.value, r.timestamp_ms)
     return out
-
-
-async def _wait(stop: asyncio.Event, timeout: float) -> None:
-    try:
-        await asyncio.wait_for(stop.wait(), timeout)
-    except TimeoutError:
-        pass
 
 
 async def rebuild(

@@ -4,7 +4,7 @@
 configuration (the `queues.yaml` of the `yunikorn-configs` ConfigMap) and returns the list of
 contract events (`ConfigApplied` of Kueue objects) that reproduce its quota rules in quotaflow.
 Nothing is read from or written to anywhere else; `quotaflow import yunikorn FILE` is the
-command-line front (streams/cli_import.py).
+command-line front (streams/cli/import_commands.py).
 
 The input (YuniKorn's format, as in the YuniKorn docs)::
 

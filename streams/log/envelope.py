@@ -22,7 +22,7 @@ downstream depends on headers being present, so raw JSON written by any Kafka pr
 and garbage is rejected by the engine like any other bad input.
 
 Snapshot records (`dev.quotaflow.snapshot`) carry a zlib-compressed msgspec snapshot in chunks;
-see `streams.snapshots`.
+see `streams.log.snapshots`.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def decision_message_of(
     type_name: str, workload: str | None, offset: int, index: int, value: bytes, *, source: bytes, time: bytes
 ) -> Message:
     """`decision_message` from a decision's parts, for a shell that holds only its encoded bytes
-    (the engine runs in another process: `streams.engine_host`). Same headers, same key."""
+    (the engine runs in another process: `streams.agent.engine_host`). Same headers, same key."""
     ce_type_header = _decision_types_by_name.get(type_name)
     if ce_type_header is None:
         ce_type_header = _decision_types_by_name[type_name] = ("ce_type", (DECISION_TYPE_PREFIX + type_name).encode())

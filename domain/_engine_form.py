@@ -10,8 +10,9 @@ import. Two things follow, both handled here:
   that patch a domain function, which compiled callers would not see). QUOTAFLOW_PURE_PYTHON=1
   makes every `domain.*` import load the source.
 
-streams/__init__.py calls `choose_engine_form`, so the choice holds for every quotaflow command
-and the agent's engine process; it must be made before anything imports domain.
+domain/__init__.py calls `choose_engine_form`, so Python itself makes the choice before any
+engine module loads, whoever imports domain first. This module is the loader, not part of the
+engine: it reads the environment and the build's files, and deploy/compile.py never compiles it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 
 ENV = "QUOTAFLOW_PURE_PYTHON"
-DOMAIN = Path(__file__).resolve().parent.parent / "domain"
+DOMAIN = Path(__file__).resolve().parent
 MANIFEST = DOMAIN / ".compiled.json"
 _EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
@@ -93,12 +94,18 @@ def use_pure_python() -> None:
     """Import domain from its sources from now on. Refuses if domain was already imported."""
     if any(isinstance(f, _SourceOnly) for f in sys.meta_path):
         return
-    loaded = sorted(n for n in sys.modules if n == "domain" or n.startswith("domain."))
+    loaded = _engine_modules_loaded()
     if loaded:
         raise RuntimeError(f"{ENV}: domain was imported before the switch ({', '.join(loaded[:3])})")
     import importlib.util  # for _SourceOnly; imported here, not by every process that imports streams/
 
     sys.meta_path.insert(0, _SourceOnly())
+
+
+def _engine_modules_loaded() -> list[str]:
+    """The engine's modules imported so far: not the package itself, nor this loader, which
+    domain/__init__.py imports to make the choice."""
+    return sorted(n for n in sys.modules if n.startswith("domain.") and n != __name__)
 
 
 def pure_python_requested() -> bool:
@@ -111,7 +118,7 @@ def choose_engine_form() -> None:
         use_pure_python()
         return
     names = stale()
-    if names and not any(n == "domain" or n.startswith("domain.") for n in sys.modules):
+    if names and not _engine_modules_loaded():
         print(f"quotaflow: domain/ was compiled from older sources ({', '.join(names)}); running the "
               "sources instead (slower, same decisions). `make` recompiles.", file=sys.stderr)
         use_pure_python()

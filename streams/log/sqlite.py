@@ -1,7 +1,7 @@
 """The embedded log: quotaflow's topics in one SQLite file, for one machine and no broker.
 
 `sqlite:///quotaflow.db` (the default broker URL) selects it. It keeps the contract of
-`streams.log` (see there) with SQLite's own guarantees:
+`streams.log.interface` (see there) with SQLite's own guarantees:
 
 - the file is in WAL mode with `synchronous=FULL`: an append or a commit is on disk (fsync of
   the write-ahead log) when it returns, and readers in other processes never block the writer;

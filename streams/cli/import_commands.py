@@ -4,7 +4,7 @@
 
 prints the events (one YAML document each, or JSON Lines with `--format jsonl` or an `-o` file
 ending in `.jsonl`/`.json`), ready for `quotaflow replay` or for the input topic. The mapping is
-described in streams/yunikorn_import.py. Configuration errors (YuniKorn's own checks, such as a
+described in streams/importers/yunikorn.py. Configuration errors (YuniKorn's own checks, such as a
 child queue's max above its parent's) are printed on standard error and exit with status 1 and
 no events, unless `--allow-errors` asks for the events anyway (the engine then rejects what it
 must).
@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import typer
 import yaml
 
-from streams.yunikorn_import import DEFAULT_FLAVOR, YuniKornConfigError, convert_with_problems, parse_capacity
+from streams.importers.yunikorn import DEFAULT_FLAVOR, YuniKornConfigError, convert_with_problems, parse_capacity
 
 import_app = typer.Typer(
     name="import",

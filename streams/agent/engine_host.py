@@ -1,12 +1,12 @@
 """Where the agent's engine runs: in the agent's process, or in a child process of its own.
 
-The agent (streams/agent.py) drives either through the same three calls -- `restore` a stored
+The agent (streams/agent/loop.py) drives either through the same three calls -- `restore` a stored
 snapshot, `fold` events already decided (recovery, with the check of the last decision), and
 `apply` live events (decision messages out, optionally snapshot chunks) -- and awaits their
 results in the order it made them.
 
 - `LocalEngine` folds in the agent's own process, when its result is awaited.
-- `ChildEngine` runs the engine in `python -m streams.engine_child`: `fold` and `apply` send the
+- `ChildEngine` runs the engine in `python -m streams.agent.engine_child`: `fold` and `apply` send the
   batch at once and return a future, so while the child folds batch N the agent commits batch
   N-1 and reads batch N+1 -- on two cores the engine's and the shell's CPU overlap instead of
   adding up. It costs a copy of every input value and decision payload through a pipe
@@ -29,10 +29,10 @@ from pathlib import Path
 
 from domain.decisions import encode
 from domain.engine import Engine
-from streams import engine_wire as wire
-from streams.envelope import decision_message, decision_message_of
+from streams.agent import engine_wire as wire
+from streams.log.envelope import decision_message, decision_message_of
 from streams.log import Message, Record
-from streams.snapshots import SnapshotUnusable, Stored, restore, snapshot_data
+from streams.log.snapshots import SnapshotUnusable, Stored, restore, snapshot_data
 
 # (type, workload, cause offset, cause index) of a decision, for its debug log line.
 Decided = tuple[str, str | None, int, int]
@@ -177,7 +177,7 @@ class ChildEngine(EngineHost):
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "streams.engine_child",
+            "streams.agent.engine_child",
             str(os.getpid()),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,

@@ -1,4 +1,4 @@
-"""`quotaflow` commands over the projections (issue 7): status, pending, history, explain, audit, serve.
+"""`quotaflow` commands over the projections: status, pending, history, explain, audit, serve.
 
 All read the logs (`--broker URL`, env `QUOTAFLOW_BROKER_URL`; topics from `QUOTAFLOW_*_TOPIC`)
 and never write to them. `status`, `pending`, `history` and `explain` fold the logs from offset 0
@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from streams import settings as defaults
-from streams.cli_common import broker_option, fail, run
+from streams.cli.common import broker_option, fail, run
 
 
 def _as_of() -> Any:
@@ -67,8 +67,8 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from projections import views
-        from projections.logs import rebuild
-        from projections.render import status_table, usage_table
+        from projections.follower import rebuild
+        from streams.cli.render import status_table, usage_table
 
         async def go() -> tuple[Any, int]:
             log, topics = await _open(broker)
@@ -107,8 +107,8 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from projections import views
-        from projections.logs import rebuild
-        from projections.render import pending_table
+        from projections.follower import rebuild
+        from streams.cli.render import pending_table
 
         async def go() -> Any:
             log, topics = await _open(broker)
@@ -139,8 +139,8 @@ def register(app: typer.Typer) -> None:
 
         from projections import views
         from projections.explain import focus_history
-        from projections.logs import rebuild
-        from projections.render import history_table
+        from projections.follower import rebuild
+        from streams.cli.render import history_table
 
         key = _workload_key("history", workload)
 
@@ -175,7 +175,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from projections.explain import explain as run_explain
-        from projections.render import explain_renderables
+        from streams.cli.render import explain_renderables
 
         key = _workload_key("explain", workload)
 

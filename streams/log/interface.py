@@ -17,8 +17,8 @@ quotaflow keeps three logs (topics):
 
 Two implementations, picked by a broker URL (`open_log`):
 
-- `kafka://host:port[,host:port...]` -- `streams.kafka_log.KafkaLog` (aiokafka);
-- `sqlite:///relative/path.db` or `sqlite:////absolute/path.db` -- `streams.sqlite_log.SqliteLog`,
+- `kafka://host:port[,host:port...]` -- `streams.log.kafka.KafkaLog` (aiokafka);
+- `sqlite:///relative/path.db` or `sqlite:////absolute/path.db` -- `streams.log.sqlite.SqliteLog`,
   a durable embedded log for one machine with no broker.
 
 Both satisfy the same contract, which `tests/streams/log_contract.py` checks for each:
@@ -47,6 +47,7 @@ from typing import Self
 import msgspec
 
 from streams.settings import Settings
+
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -268,9 +269,9 @@ def open_log(url: str, settings: Settings | None = None) -> EventLog:
     """An (unstarted) log for a broker URL."""
     parsed = BrokerUrl.parse(url, settings)
     if parsed.scheme == "kafka":
-        from streams.kafka_log import KafkaLog
+        from streams.log.kafka import KafkaLog
 
         return KafkaLog(parsed.location)
-    from streams.sqlite_log import SqliteLog
+    from streams.log.sqlite import SqliteLog
 
     return SqliteLog(parsed.location)

@@ -3,7 +3,7 @@
 It needs nothing but this package: the agent runs in-process on a temporary SQLite log, the
 scenario is published through `streams.client.Client` (as any producer would), the decisions are
 read back from the decision log as they are committed, and the run ends with a quota usage table
-per ClusterQueue and flavor computed from the two logs (`streams.render.Usage`).
+per ClusterQueue and flavor computed from the two logs (`streams.cli.render.Usage`).
 
 The scenario (from the seeds: Kueue's ClusterQueue concept page):
 1. *Borrowing*: team-a-cq (9 CPU, 36Gi) and team-b-cq (12 CPU, 48Gi) share cohort team-ab; with
@@ -136,12 +136,12 @@ STEPS: list[tuple[str, str, list[dict[str, Any]]]] = [
 
 
 async def _demo(console: Console, db: Path, pause: float) -> None:
-    from streams.agent import Agent, AgentConfig
+    from streams.agent.loop import Agent, AgentConfig
     from streams.client import Client
     from streams.log import Topics
-    from streams.render import Usage, decision_line
+    from streams.cli.render import Usage, decision_line
     from streams.settings import Settings
-    from streams.sqlite_log import SqliteLog
+    from streams.log.sqlite import SqliteLog
 
     settings = Settings()
     topics = Topics.from_settings(settings)
@@ -183,7 +183,7 @@ async def _demo(console: Console, db: Path, pause: float) -> None:
                 # every decision of this step is committed; wait until the watcher showed them
                 last_decision = await agent_log.read_last(topics.decisions, 1)
                 if last_decision:
-                    from streams.agent import cause_of
+                    from streams.agent.loop import cause_of
 
                     target = cause_of(last_decision[0]).offset
                     async with seen:
@@ -205,7 +205,7 @@ async def _demo(console: Console, db: Path, pause: float) -> None:
 
 
 def run_demo(*, pause: float = 0.0, keep: bool = False) -> int:
-    from streams import logs
+    from streams.agent import structured_logs as logs
 
     logs.configure("warning")
     # Not a terminal (CI, a pipe): wide enough for the usage table instead of rich's 80 columns.

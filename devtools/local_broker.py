@@ -14,11 +14,11 @@ Library use::
 
 Command line (used by the Makefile and benchmarks)::
 
-    python -m streams.local_broker fetch            # resolve + cache jars only
-    python -m streams.local_broker start [--state F] [--owner-pid PID]
-    python -m streams.local_broker stop  [--state F]
-    python -m streams.local_broker status [--state F]
-    python -m streams.local_broker run              # foreground until Ctrl-C
+    python -m devtools.local_broker fetch            # resolve + cache jars only
+    python -m devtools.local_broker start [--state F] [--owner-pid PID]
+    python -m devtools.local_broker stop  [--state F]
+    python -m devtools.local_broker status [--state F]
+    python -m devtools.local_broker run              # foreground until Ctrl-C
 
 ``start`` prints only the bootstrap address on stdout so that shells can
 capture it; everything meant for people goes to stderr.
@@ -685,7 +685,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _watchdog(int(argv[1]), int(argv[2]), argv[3])
 
     parser = argparse.ArgumentParser(
-        prog="python -m streams.local_broker",
+        prog="python -m devtools.local_broker",
         description="Single-node KRaft Kafka broker on 127.0.0.1 for tests and benchmarks.",
     )
     sub = parser.add_subparsers(dest="command", required=True)

@@ -26,7 +26,7 @@ import zlib
 from dataclasses import dataclass
 
 from domain.engine import Engine
-from streams.envelope import SNAPSHOT_TYPE, SPECVERSION, now_rfc3339
+from streams.log.envelope import SNAPSHOT_TYPE, SPECVERSION, now_rfc3339
 from streams.log import EventLog, Message, Record
 
 CHUNK_BYTES = 512 * 1024
@@ -50,10 +50,6 @@ def snapshot_data(engine: Engine) -> list[bytes]:
 
     data = zlib.compress(dump(engine), 1)
     return [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
-
-
-def snapshot_messages(engine: Engine, offset: int, *, source: str) -> list[Message]:
-    return chunk_messages(snapshot_data(engine), offset, source=source)
 
 
 def chunk_messages(chunks: list[bytes], offset: int, *, source: str) -> list[Message]:

@@ -2,12 +2,12 @@
 
 ## Who does what
 
-The *guarantee* (streams/agent.py) needs three things Faust's stream processing does not give:
+The *guarantee* (streams/agent/loop.py) needs three things Faust's stream processing does not give:
 progress derived from the output log (Faust keeps consumer-group offsets, committed apart from
 the output; its `processing_guarantee="exactly_once"` path has open duplicate bugs --
 faust-streaming issues 517, 323 and 177), a seek to that position before the first fetch, and
 one Kafka transaction holding a whole batch's decisions plus a snapshot. So the loop
-input -> engine -> decision log runs on aiokafka directly (streams/kafka_log.py: an assigned
+input -> engine -> decision log runs on aiokafka directly (streams/log/kafka.py: an assigned
 read_committed consumer, a transactional producer, a standby consumer group), and Faust is the
 shell around it:
 
@@ -16,7 +16,7 @@ shell around it:
   (`@app.service`), so it starts after the app and stops before it;
 - `faust.Worker` runs the process: event loop, signal handling (SIGTERM/SIGINT stop the agent
   between two transactions, and its standby membership is left cleanly), logging setup (JSON,
-  streams/logs.py) and exit codes (a crashed agent exits non-zero, for Kubernetes to restart);
+  streams/agent/structured_logs.py) and exit codes (a crashed agent exits non-zero, for Kubernetes to restart);
 - Faust's web server serves `GET /health` (200 while the agent runs, as active or standby; 503
   once it stopped or failed) and `GET /status` (role, offsets, counters, last recovery) on
   `QUOTAFLOW_HTTP_PORT` (6066) for probes and people.
@@ -36,8 +36,8 @@ from typing import Any
 import mode
 import structlog
 
-from streams.agent import Agent
-from streams.logs import stdlib_config
+from streams.agent.loop import Agent
+from streams.agent.structured_logs import stdlib_config
 
 HEALTHY_ROLES = ("starting", "standby", "recovering", "active", "retrying")
 

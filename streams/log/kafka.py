@@ -1,10 +1,10 @@
 """The log on Apache Kafka, with aiokafka.
 
-`kafka://host:port` selects it. How it keeps the contract of `streams.log`:
+`kafka://host:port` selects it. How it keeps the contract of `streams.log.interface`:
 
 - **topics** are created on start (`ensure_topics`) with one partition each: the input and
   decision logs with `cleanup.policy=delete` and unlimited retention (`retention.ms=-1`,
-  `retention.bytes=-1`; see `streams.log` for why the input log must keep everything, and the
+  `retention.bytes=-1`; see `streams.log.interface` for why the input log must keep everything, and the
   decision log's tail is where the agent finds its progress), the snapshot log with
   `cleanup.policy=compact`. An existing input (or decision) topic with more than one partition is
   refused: the order of events across partitions is undefined. The replication factor is
@@ -52,7 +52,7 @@ from aiokafka.errors import (
 )
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
-from streams.kafka_config import KafkaSecurity
+from streams.log.kafka_config import KafkaSecurity
 from streams.log import (
     EventLog,
     Fenced,

@@ -9,10 +9,10 @@ import typer
 
 from domain.decisions import encode
 from domain.engine import Engine
-from streams.cli_import import import_app
-from streams.cli_log import register as register_log_commands
-from streams.cli_views import register as register_view_commands
-from streams.event_files import EventFileError, read_events
+from streams.cli.import_commands import import_app
+from streams.cli.log_commands import register as register_log_commands
+from streams.cli.view_commands import register as register_view_commands
+from streams.log.event_files import EventFileError, read_events
 
 app = typer.Typer(
     name="quotaflow",

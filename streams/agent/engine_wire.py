@@ -1,4 +1,4 @@
-"""What the agent and its engine process (`streams.engine_child`) say to each other.
+"""What the agent and its engine process (`streams.agent.engine_child`) say to each other.
 
 One request and one reply per batch, each a msgpack message behind a 4-byte big-endian length,
 on the child's stdin and stdout. Batches carry raw input values (the engine parses them) and
@@ -18,7 +18,7 @@ LENGTH_BYTES = 4
 
 
 class Restore(msgspec.Struct, tag="restore", array_like=True, gc=False):
-    """Replace the engine: a stored snapshot's bytes (`streams.snapshots.Stored`), or empty."""
+    """Replace the engine: a stored snapshot's bytes (`streams.log.snapshots.Stored`), or empty."""
 
     data: bytes | None
     offset: int  # the snapshot's offset, for error messages (-1: none)
@@ -59,7 +59,7 @@ class Applied(msgspec.Struct, tag="applied", array_like=True, gc=False):
     types: list[str]  # the decision's type name (ce_type)
     workloads: list[str | None]  # the record key and ce_subject
     counts: list[int]
-    snapshot: list[bytes] | None  # streams.snapshots.snapshot_data chunks
+    snapshot: list[bytes] | None  # streams.log.snapshots.snapshot_data chunks
 
 
 class Failed(msgspec.Struct, tag="failed", array_like=True, gc=False):

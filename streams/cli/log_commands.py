@@ -3,7 +3,7 @@
 Every one takes `--broker URL` (env `QUOTAFLOW_BROKER_URL`): `kafka://host:port` or
 `sqlite:///path.db` (the default, `quotaflow.db` in the working directory). Topic names come from
 `QUOTAFLOW_INPUT_TOPIC`, `QUOTAFLOW_DECISIONS_TOPIC` and `QUOTAFLOW_SNAPSHOTS_TOPIC`; Kafka
-security settings from `QUOTAFLOW_KAFKA_*` (streams/kafka_config.py).
+security settings from `QUOTAFLOW_KAFKA_*` (streams/log/kafka_config.py).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 import typer
 
 from streams import settings as defaults
-from streams.cli_common import broker_option, fail, run
-from streams.envelope import CLI_SOURCE
+from streams.cli.common import broker_option, fail, run
+from streams.log.envelope import CLI_SOURCE
 
 
 def _documents(command: str, path: str) -> list[Any]:
-    from streams.event_files import load_yaml_documents
+    from streams.log.event_files import load_yaml_documents
 
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
@@ -142,7 +142,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from streams.client import Client
-        from streams.render import decision_line
+        from streams.cli.render import decision_line
 
         console = Console(highlight=False)
         out = sys.stdout.buffer
@@ -207,9 +207,9 @@ def register(app: typer.Typer) -> None:
         """Run the agent: input log -> engine -> decision log, exactly once, until stopped."""
         import os
 
-        from streams import logs
-        from streams.agent import Agent, AgentConfig
-        from streams.app import kafka_app, run_embedded_worker, run_kafka_worker
+        from streams.agent import structured_logs as logs
+        from streams.agent.loop import Agent, AgentConfig
+        from streams.agent.process import kafka_app, run_embedded_worker, run_kafka_worker
         from streams.log import BrokerUrl, LogError, Topics, open_log
 
         if log_level.lower() not in logs.LEVELS:
@@ -233,7 +233,7 @@ def register(app: typer.Typer) -> None:
         )
         runner = Agent(log, config)
         if url.scheme == "kafka":
-            from streams.kafka_config import KafkaConfigError, KafkaSecurity
+            from streams.log.kafka_config import KafkaConfigError, KafkaSecurity
 
             try:
                 security = KafkaSecurity.from_env()
@@ -258,6 +258,6 @@ def register(app: typer.Typer) -> None:
         keep: bool = typer.Option(False, help="keep the temporary SQLite log and print where it is"),
     ) -> None:
         """Run a scenario from Kueue's docs on the embedded log and show what the agent decides."""
-        from streams.demo import run_demo
+        from streams.cli.demo import run_demo
 
         raise typer.Exit(run_demo(pause=pause, keep=keep))

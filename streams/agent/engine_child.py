@@ -1,7 +1,7 @@
-"""The agent's engine process: `python -m streams.engine_child PARENT_PID`.
+"""The agent's engine process: `python -m streams.agent.engine_child PARENT_PID`.
 
-Started by `streams.engine_host.ChildEngine`, it holds the engine and answers the requests of
-`streams.engine_wire` on stdin/stdout, one at a time, in order. It keeps nothing durable, so it
+Started by `streams.agent.engine_host.ChildEngine`, it holds the engine and answers the requests of
+`streams.agent.engine_wire` on stdin/stdout, one at a time, in order. It keeps nothing durable, so it
 only has to die with its parent, never outlive it:
 
 - PR_SET_PDEATHSIG: the kernel SIGKILLs it when its parent dies, however (SIGKILL included);
@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from domain.decisions import encode
 from domain.engine import Engine
-from streams.engine_wire import (
+from streams.agent.engine_wire import (
     LENGTH_BYTES,
     Applied,
     Apply,
@@ -34,7 +34,7 @@ from streams.engine_wire import (
     reply_encoder,
     request_decoder,
 )
-from streams.snapshots import SnapshotUnusable, restore, snapshot_data
+from streams.log.snapshots import SnapshotUnusable, restore, snapshot_data
 
 PR_SET_PDEATHSIG = 1
 
@@ -45,7 +45,7 @@ PR_SET_PDEATHSIG = 1
 # side (500 events at a time, bench.engine_bench streams and the agent bench's): 1.18x on the
 # cq10 stream (1,000 ClusterQueues), 1.02-1.04x on the agent bench's small state. Memory grows
 # by at most the young objects between collections (a few MB). Same values as the projections'
-# bulk fold (projections.logs.bulk_gc).
+# bulk fold (projections.follower.bulk_gc).
 ENGINE_GC_THRESHOLD = (50_000, 50, 100)
 
 

@@ -1,0 +1,3 @@
+from streams.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""Other schedulers' configurations, converted to quotaflow's contract events (pure functions)."""
