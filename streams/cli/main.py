@@ -12,6 +12,7 @@ from domain.engine import Engine
 from streams.cli.import_commands import import_app
 from streams.cli.log_commands import register as register_log_commands
 from streams.cli.view_commands import register as register_view_commands
+from streams.cli.export_command import register as register_export_command
 from streams.log.event_files import EventFileError, read_events
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app = typer.Typer(
 app.add_typer(import_app, name="import")
 register_log_commands(app)
 register_view_commands(app)
+register_export_command(app)
 
 
 @app.callback()

@@ -3,10 +3,17 @@
 Each event keeps its position in the file, which is its `cause.offset` in `quotaflow replay`. A
 line or document that cannot be parsed is still an event: it is handed to the engine as raw
 bytes so the engine rejects it with a `Rejected` decision, like any bad input in the log.
+
+`quotaflow export` writes the input log as JSON Lines that hold any record exactly: a record is
+its own line where it can be (non-empty, not only whitespace, no line break), and otherwise a
+line `{"quotaflow.record":"<base64 of its bytes>"}` (a null record: `{"quotaflow.record":null}`),
+which the reader turns back into the record's bytes. So `quotaflow replay` of an export folds the
+same bytes at the same offsets as the agent did, and audits of exported logs are exact.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,10 +64,38 @@ def read_events(path: str | Path) -> Iterator[bytes | dict[str, Any] | Unparseab
         yield from jsonl_events(text)
 
 
+_RECORD = b'{"quotaflow.record":'
+
+
+def export_line(value: bytes | None) -> bytes:
+    """One input log record as a line of an events file (without its line break)."""
+    if value is None:
+        return _RECORD + b"null}"
+    if not value.strip() or b"\n" in value or b"\r" in value or value.startswith(_RECORD):
+        return _RECORD + b'"' + base64.b64encode(value) + b'"}'
+    return value
+
+
 def jsonl_events(data: bytes) -> Iterator[bytes]:
     for line in data.splitlines():
-        if line.strip():
+        if line.startswith(_RECORD):
+            yield _record_bytes(line)
+        elif line.strip():
             yield line
+
+
+def _record_bytes(line: bytes) -> bytes:
+    """The record a `quotaflow.record` line holds; a null record folds as empty bytes, as the
+    agent folds it. A line that is not one export wrote is a record of its own (rejected)."""
+    body = line[len(_RECORD) : -1] if line.endswith(b"}") else b""
+    if body == b"null":
+        return b""
+    if len(body) >= 2 and body[:1] == body[-1:] == b'"':
+        try:
+            return base64.b64decode(body[1:-1], validate=True)
+        except ValueError:
+            pass
+    return line
 
 
 def yaml_events(text: str) -> Iterator[bytes | dict[str, Any] | Unparseable]:

@@ -44,11 +44,14 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka.producer import sender as _aiokafka_sender
 from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
     IllegalOperation,
     InvalidProducerEpoch,
     KafkaError,
+    MessageSizeTooLargeError,
     ProducerFenced,
     TopicAlreadyExistsError,
+    TopicAuthorizationFailedError,
 )
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
@@ -87,6 +90,15 @@ MAX_BATCH_SIZE = 900 * 1024
 UNLIMITED = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
 OP_TIMEOUT_S = 30.0
+# How long a plain append keeps trying through a broker outage before it gives up with
+# LogUnavailable (env QUOTAFLOW_KAFKA_APPEND_TIMEOUT_S), and its backoff between attempts.
+ENV_APPEND_TIMEOUT_S = "QUOTAFLOW_KAFKA_APPEND_TIMEOUT_S"
+APPEND_TIMEOUT_S = 120.0
+APPEND_BACKOFF_S = (0.2, 5.0)
+# Failures no retry can mend: the same append fails the same way on a fresh producer.
+_NOT_RETRIED = (MessageSizeTooLargeError, TopicAuthorizationFailedError, ClusterAuthorizationFailedError)
+# How far back from the log's end a retry looks for messages of the failed attempt that landed.
+LANDED_LOOKBACK = 20_000
 
 
 def _record(r: ConsumerRecord[bytes, bytes]) -> Record:
@@ -117,6 +129,7 @@ class KafkaLog(EventLog):
         self.replication_factor = replication_factor
         self._producer: AIOKafkaProducer | None = None
         self._producer_lock = asyncio.Lock()
+        self.append_timeout_s = float(os.environ.get(ENV_APPEND_TIMEOUT_S, "") or APPEND_TIMEOUT_S)
 
     def client_kwargs(self, role: str) -> dict[str, Any]:
         return {
@@ -202,9 +215,72 @@ class KafkaLog(EventLog):
                 self._producer = producer
             return self._producer
 
+    async def _drop_producer(self, producer: AIOKafkaProducer | None) -> None:
+        async with self._producer_lock:
+            if producer is not None and self._producer is producer:
+                self._producer = None
+        if producer is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(producer.stop(), 5)
+
     async def append(self, topic: str, messages: Sequence[Message]) -> list[int]:
-        producer = await self._plain_producer()
-        return await send_batched(producer, [(topic, m) for m in messages])
+        """Append through outages: an idempotent producer whose connection or sequence broke
+        never recovers on its own (after a broker restart every send fails with
+        OutOfOrderSequenceNumber), so each failed attempt gets a fresh producer, with backoff,
+        until `append_timeout_s`. A fresh producer has a new producer id, so the broker cannot
+        deduplicate its resends: before resending, the messages of the failed attempt that did
+        land are found by their `ce_id` and only the others are sent again."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.append_timeout_s
+        delay, max_delay = APPEND_BACKOFF_S
+        offsets: list[int | None] = [None] * len(messages)
+        attempt = 0
+        while True:
+            todo = [i for i, o in enumerate(offsets) if o is None]
+            producer: AIOKafkaProducer | None = None
+            try:
+                if attempt:
+                    landed = await self._landed(topic, [messages[i] for i in todo])
+                    for i, o in zip(todo, landed, strict=True):
+                        offsets[i] = o
+                    todo = [i for i, o in enumerate(offsets) if o is None]
+                if todo:
+                    producer = await self._plain_producer()
+                    sent = await send_batched(producer, [(topic, messages[i]) for i in todo])
+                    for i, o in zip(todo, sent, strict=True):
+                        offsets[i] = o
+                return [o for o in offsets if o is not None]
+            except _NOT_RETRIED as exc:
+                raise LogError(f"cannot append to {topic}: {exc!r}") from exc
+            except (KafkaError, asyncio.TimeoutError, OSError) as exc:
+                await self._drop_producer(producer or self._producer)
+                attempt += 1
+                if loop.time() + delay > deadline:
+                    raise LogUnavailable(
+                        f"cannot append to {topic} at {self.bootstrap}: gave up after {attempt} attempt(s) "
+                        f"in {self.append_timeout_s:g} s; last error {exc!r}"
+                    ) from exc
+                log.warning("append_retry", topic=topic, attempt=attempt, error=repr(exc), backoff_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, max_delay)
+
+    async def _landed(self, topic: str, messages: Sequence[Message]) -> list[int | None]:
+        """The offsets at which these messages already are in `topic`, by their `ce_id` header
+        (None where not found), looking back `LANDED_LOOKBACK` records from the end. An event
+        `id` repeated by its producer is a duplicate the engine ignores anyway."""
+        wanted: dict[bytes, int] = {}
+        for i, m in enumerate(messages):
+            ce_id = dict(m.headers).get("ce_id")
+            if ce_id is not None:
+                wanted.setdefault(ce_id, i)
+        found: list[int | None] = [None] * len(messages)
+        if not wanted:
+            return found
+        for record in await self.read_last(topic, LANDED_LOOKBACK):
+            i = wanted.get(dict(record.headers).get("ce_id", b""))
+            if i is not None and found[i] is None:
+                found[i] = record.offset
+        return found
 
     # -- reading ---------------------------------------------------------------------------------
     async def end_offset(self, topic: str) -> int:
@@ -281,8 +357,15 @@ class _Membership(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         w = self.writer
-        if w._member is not None and assigned:
-            w._member.pause(*assigned)
+        if w._member is not None:
+            # The sticky assignor settles two claims on the partition by the generation each
+            # member reports, but aiokafka never tells the assignor its generation: every member
+            # reports -1, and a paused member that resumes still claiming the partition could
+            # win it back from the one that replaced it. Recording the generation of each
+            # assignment makes the newer holder win, so a resumed stale agent stays standby.
+            w._assignor.on_generation_assignment(w._member._coordinator.generation)
+            if assigned:
+                w._member.pause(*assigned)
         holds = w._standby_tp in set(assigned)
         if holds:
             w._elected.set()
@@ -310,6 +393,7 @@ class KafkaWriter(TransactionalWriter):
         self.name = name
         self._standby_tp = TopicPartition(standby_topic, 0) if standby_topic else None
         self._member: AIOKafkaConsumer | None = None
+        self._assignor = _own_sticky_assignor()
         self._poller: asyncio.Task[None] | None = None
         self._elected = asyncio.Event()
         self._producer: AIOKafkaProducer | None = None
@@ -329,7 +413,7 @@ class KafkaWriter(TransactionalWriter):
             group_id=self.name,
             session_timeout_ms=self.session_timeout_ms,
             heartbeat_interval_ms=max(500, self.session_timeout_ms // 6),
-            partition_assignment_strategy=(_own_sticky_assignor(),),
+            partition_assignment_strategy=(self._assignor,),
             group_instance_id=self.instance_id,
             isolation_level="read_uncommitted",
         )
