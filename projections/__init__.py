@@ -5,6 +5,9 @@
                ConfigApplied/ConfigDeleted (the engine's own parsers), workloads from
                WorkloadSubmitted/Updated (parse_workload), quota held from the decisions, pending
                order as the engine and Kueue keep it. Never runs the scheduler.
+- `view_model` -- what the fold keeps per workload, per pending queue and per ClusterQueue.
+- `statistics` -- wait-time histograms and counters for the metrics, in Kueue's buckets.
+- `workload_decoding` -- the fold's fast reading of workload events and accepted Workloads.
 - `follower` -- `Follower` / `rebuild`: feeds a projection from the logs (Kafka or SQLite) up to
                the *decided watermark* (the agent's own progress rule), live or one-shot, with
                `as_of` for time travel.

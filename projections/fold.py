@@ -39,9 +39,8 @@ released its quota) until the event that admitted it.
 
 from __future__ import annotations
 
-import bisect
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -57,16 +56,13 @@ from domain.objects import (
     LocalQueueSpec,
     NamespaceSpec,
     ResourceFlavor,
-    ResourceQuota,
     WorkloadPriorityClass,
     parse_object,
 )
 from domain.timestamps import TimestampError, parse_time
 from domain.workload import WorkloadSpec, parse_workload
 from projections.records import FR as FR  # (re-exported, as DecisionRecord)
-from projections.records import DecisionRecord as DecisionRecord
 from projections.records import (
-    KIND_NAMES,
     Admitted,
     Deleted,
     Evicted,
@@ -79,53 +75,28 @@ from projections.records import (
     Rejected,
     usage_of,
 )
-
-LQKey = tuple[str, str]  # (namespace, name)
-OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
-# (ClusterQueue, LocalQueue namespace, LocalQueue name, priority class): one key serves Kueue's
-# per-ClusterQueue and per-LocalQueue metric families, summed at scrape time.
-QueueKey = tuple[str, str, str, str]
+from projections.records import DecisionRecord as DecisionRecord
+from projections.statistics import SETTLE_EVERY, Counters, QueueStats, increment
+from projections.statistics import (
+    WAIT_BUCKETS as WAIT_BUCKETS,  # (re-exported, as the view model)
+)
+from projections.statistics import Histogram as Histogram
+from projections.statistics import QueueKey as QueueKey
+from projections.view_model import ClusterQueueView as ClusterQueueView
+from projections.view_model import LQKey as LQKey
+from projections.view_model import PendingOrder
+from projections.view_model import WorkloadView as WorkloadView
+from projections.workload_decoding import (
+    Envelope,
+    envelope_decoder,
+    parse_accepted,
+    stamp_of,
+)
 
 BATCH_SLOTS = 1 << 16  # as domain.engine: an inner event's log position is offset * 2^16 + i
 
-# Kueue's histogram buckets for wait times: generateExponentialBuckets(16) = 1, 2.5 * 2^i.
-WAIT_BUCKETS: tuple[float, ...] = (1.0, *(2.5 * 2**i for i in range(15)))
-
 _json = msgspec.json.Decoder()
 
-
-class _WorkloadMeta(msgspec.Struct, gc=False):
-    name: Any = None
-    namespace: Any = None
-    labels: msgspec.Raw = msgspec.Raw()
-    creationTimestamp: Any = None
-    uid: Any = None
-
-
-class _WorkloadDoc(msgspec.Struct, gc=False):
-    """The members of a Workload that `parse_workload` reads (it reads no other top-level one),
-    the parts that make its template as JSON text."""
-
-    kind: msgspec.Raw = msgspec.Raw()  # empty: absent (a Raw field cannot be optional)
-    metadata: _WorkloadMeta | None = None
-    spec: msgspec.Raw = msgspec.Raw()
-
-
-class _Envelope(msgspec.Struct, gc=False):
-    """What the fold reads of a workload event on its fast path (the other fields are skipped
-    unparsed). Decoding into this instead of a dict builds no objects for the event's body. An
-    event this cannot hold (a `workload` or its `metadata` that is not an object) is read as a
-    dict instead."""
-
-    type: Any = None
-    id: Any = None
-    time: Any = None
-    workload: _WorkloadDoc | None = None
-
-
-_envelope = msgspec.json.Decoder(_Envelope)
-_workload_doc = msgspec.json.Decoder(_WorkloadDoc)
-# Top-level events the fold takes from `_Envelope` alone; the rest are decoded as dicts.
 _FAST_EVENTS = frozenset(("WorkloadSubmitted", "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))
 
 
@@ -133,400 +104,6 @@ class _Reject(Exception):
     """The engine would reject this (inner) event: it changes nothing."""
 
 
-class WorkloadView(msgspec.Struct, gc=False):
-    """A workload as the views see it. A Struct outside the cyclic GC (one per live workload;
-    nothing it holds refers back to it).
-
-    The fold does not build a workload's `WorkloadSpec` when it arrives: workloads of one job
-    template share one parsed template, and the spec (the template with this workload's name,
-    creationTimestamp and uid) is built the first time something reads `spec`. What the fold
-    itself needs on every decision (LocalQueue, priority class) is kept beside it."""
-
-    key: str
-    template: WorkloadSpec  # the spec itself once `name` is None, else the template it comes from
-    name: str | None
-    creation: int | None
-    uid: str | None
-    lq: LQKey  # (namespace, queueName)
-    priority_class: str | None
-    seq: int  # position in the input log (offset * 2^16 + index within a Batch)
-    queue_time: int  # µs; the engine's queue-order time
-    priority: int
-    created_us: int  # creationTimestamp, else the submission event's time (for display)
-    waiting_since_us: int  # created or requeued (for the admission wait time metric)
-    active: bool
-    cluster_queue: str | None = None  # the ClusterQueue it holds quota in
-    usage: Mapping[FR, int] | None = None  # shared between workloads: read only
-    admitted: bool = False  # latest Admitted not followed by Preempted/Evicted/...
-    evicted: bool = False  # preempted or evicted, still holding quota until QuotaReleased
-    reserved_once: bool = False  # has held quota since it was last queued (metrics)
-    reason: str | None = None  # latest Pending reason since it was last queued
-    message: str | None = None
-    queued_in: str | None = None  # the ClusterQueue whose pending queue holds it
-    qstats: QueueStats | None = None  # its metrics (by QueueKey) while it holds quota
-
-    @property
-    def spec(self) -> WorkloadSpec:
-        if self.name is not None:
-            t = self.template
-            self.template = WorkloadSpec(
-                t.namespace, self.name, t.queue_name, t.priority, t.priority_class, t.active,
-                t.labels, self.creation, t.pod_sets, self.uid,
-            )
-            self.name = None
-        return self.template
-
-    @spec.setter
-    def spec(self, spec: WorkloadSpec) -> None:
-        self.template = spec
-        self.name = None
-        self.lq = (spec.namespace, spec.queue_name)
-        self.priority_class = spec.priority_class
-        self.qstats = None
-
-    @property
-    def order_key(self) -> OrderKey:
-        return (-self.priority, self.queue_time, self.seq, self.key)
-
-    @property
-    def holding(self) -> bool:
-        return self.cluster_queue is not None
-
-
-class PendingOrder:
-    """The OrderKeys of the workloads queued in one ClusterQueue (or LocalQueue), read in order.
-
-    Adding and removing cost a dict operation; the order is built when first read and then kept
-    up to date (binary search into a list). A rebuild, which never reads it halfway, sorts each
-    queue once at the end instead of keeping every intermediate queue sorted."""
-
-    __slots__ = ("_members", "_sorted")
-
-    def __init__(self) -> None:
-        self._members: dict[OrderKey, None] = {}
-        self._sorted: list[OrderKey] | None = None
-
-    def add(self, key: OrderKey) -> None:
-        self._members[key] = None
-        if self._sorted is not None:
-            bisect.insort(self._sorted, key)
-
-    def remove(self, key: OrderKey) -> None:
-        del self._members[key]
-        if self._sorted is not None:
-            del self._sorted[bisect.bisect_left(self._sorted, key)]
-
-    def _order(self) -> list[OrderKey]:
-        if self._sorted is None:
-            self._sorted = sorted(self._members)
-        return self._sorted
-
-    def index(self, key: OrderKey) -> int:
-        order = self._order()
-        i = bisect.bisect_left(order, key)
-        if i < len(order) and order[i] == key:
-            return i
-        raise ValueError(f"{key!r} is not queued")
-
-    def __getitem__(self, i: int) -> OrderKey:
-        return self._order()[i]
-
-    def __iter__(self) -> Iterator[OrderKey]:
-        return iter(self._order())
-
-    def __len__(self) -> int:
-        return len(self._members)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._members
-
-
-class ClusterQueueView:
-    """A ClusterQueue and who holds quota in it.
-
-    What its workloads hold is kept per distinct assignment (the fold shares one usage dict
-    between every workload with the same assignment): how many hold it and how many of those
-    are admitted. The totals per (flavor, resource) -- `reservation` (every workload holding
-    quota) and `usage` (admitted ones only) -- are summed from that when read, so an admission
-    or a release is a counter step whatever the number of resources."""
-
-    __slots__ = ("name", "spec", "raw", "quotas", "terminating", "held", "holders", "admitted", "pending", "_totals")
-
-    def __init__(self, name: str, spec: ClusterQueueSpec, raw: Mapping[str, Any], quotas: dict[FR, ResourceQuota]) -> None:
-        self.name = name
-        self.spec = spec
-        self.raw = raw
-        self.quotas = quotas
-        self.terminating = False
-        # id(usage dict) -> [usage dict, workloads holding it, of which admitted]; the entry keeps
-        # the dict alive, so its id cannot be reused while counted
-        self.held: dict[int, list[Any]] = {}
-        self.holders: dict[str, None] = {}
-        self.admitted = 0
-        self.pending = PendingOrder()  # OrderKeys of the workloads queued here
-        self._totals: tuple[dict[FR, int], dict[FR, int]] | None = None
-
-    def _sums(self) -> tuple[dict[FR, int], dict[FR, int]]:
-        totals = self._totals
-        if totals is None:
-            reservation: dict[FR, int] = {}
-            usage: dict[FR, int] = {}
-            for held, holding, admitted in self.held.values():
-                for fr, value in held.items():
-                    if value:
-                        reservation[fr] = reservation.get(fr, 0) + holding * value
-                        if admitted:
-                            usage[fr] = usage.get(fr, 0) + admitted * value
-            totals = self._totals = (
-                {fr: v for fr, v in reservation.items() if v},
-                {fr: v for fr, v in usage.items() if v},
-            )
-        return totals
-
-    @property
-    def reservation(self) -> Mapping[FR, int]:
-        """Quota held by every workload holding quota here, per (flavor, resource); zeros left out."""
-        return self._sums()[0]
-
-    @property
-    def usage(self) -> Mapping[FR, int]:
-        """Quota held by the admitted ones."""
-        return self._sums()[1]
-
-
-_SETTLE_EVERY = 4096  # observations a histogram keeps before bucketing them
-
-
-class Histogram:
-    """Kueue's wait-time histogram. Observations are kept as they come (an append) and put in
-    their buckets when the histogram is read, or every few thousand, in order: the same counts
-    and the same floating-point sum as bucketing each at once."""
-
-    __slots__ = ("_buckets", "_count", "_sum", "_waiting")
-
-    def __init__(self) -> None:
-        self._buckets = [0] * len(WAIT_BUCKETS)
-        self._count = 0
-        self._sum = 0.0
-        self._waiting: list[float] = []  # (a list: appending to it is several times cheaper than to an array)
-
-    def observe(self, value: float) -> None:
-        waiting = self._waiting
-        waiting.append(value)
-        if len(waiting) >= _SETTLE_EVERY:
-            self._settle()
-
-    def _settle(self) -> None:
-        waiting = self._waiting
-        if not waiting:
-            return
-        buckets = self._buckets
-        n = len(buckets)
-        total = self._sum
-        for value in waiting:
-            i = bisect.bisect_left(WAIT_BUCKETS, value)
-            if i < n:
-                buckets[i] += 1
-            total += value
-        self._sum = total
-        self._count += len(waiting)
-        self._waiting = []
-
-    @property
-    def buckets(self) -> list[int]:
-        self._settle()
-        return self._buckets
-
-    @buckets.setter
-    def buckets(self, value: list[int]) -> None:
-        self._settle()
-        self._buckets = value
-
-    @property
-    def count(self) -> int:
-        self._settle()
-        return self._count
-
-    @count.setter
-    def count(self, value: int) -> None:
-        self._settle()
-        self._count = value
-
-    @property
-    def sum(self) -> float:
-        self._settle()
-        return self._sum
-
-    @sum.setter
-    def sum(self, value: float) -> None:
-        self._settle()
-        self._sum = value
-
-
-class QueueStats:
-    """Kueue's per-queue counters and wait histograms of one QueueKey (one object, so that an
-    admission updates them without a lookup per family; a workload keeps its own while it holds
-    quota)."""
-
-    __slots__ = ("key", "admitted", "quota_reserved", "finished", "admission_wait", "quota_reserved_wait")
-
-    def __init__(self, key: QueueKey) -> None:
-        self.key = key
-        self.admitted = 0
-        self.quota_reserved = 0
-        self.finished = 0
-        self.admission_wait: Histogram | None = None
-        self.quota_reserved_wait: Histogram | None = None
-
-
-class Counters:
-    """Kueue's counters and histograms, folded from the decisions (see projections/metrics.py)."""
-
-    __slots__ = ("queues", "evicted", "preempted", "admission_wait", "quota_reserved_wait", "rejected", "by_kind")
-
-    def __init__(self) -> None:
-        self.queues: dict[QueueKey, QueueStats] = {}
-        self.evicted: dict[tuple[QueueKey, str, str], int] = {}  # (queues, reason, cause)
-        self.preempted: dict[tuple[str, str], int] = {}  # preempting cq, reason
-        # the QueueStats' histograms, in the order of their first observation (the order in
-        # which metrics sums them)
-        self.admission_wait: dict[QueueKey, Histogram] = {}
-        self.quota_reserved_wait: dict[QueueKey, Histogram] = {}
-        self.rejected: dict[str, int] = {}  # by reason
-        self.by_kind: dict[type, int] = {}  # decisions by their class (type(None): undecodable)
-
-    def stats(self, key: QueueKey) -> QueueStats:
-        s = self.queues.get(key)
-        if s is None:
-            s = self.queues[key] = QueueStats(key)
-        return s
-
-    @property
-    def admitted(self) -> dict[QueueKey, int]:
-        return {k: s.admitted for k, s in self.queues.items() if s.admitted}
-
-    @property
-    def quota_reserved(self) -> dict[QueueKey, int]:
-        return {k: s.quota_reserved for k, s in self.queues.items() if s.quota_reserved}
-
-    @property
-    def finished(self) -> dict[QueueKey, int]:
-        return {k: s.finished for k, s in self.queues.items() if s.finished}
-
-    @property
-    def decisions(self) -> dict[str, int]:
-        """Decisions by type ("Unknown": a record this version cannot decode)."""
-        return {KIND_NAMES[kind]: n for kind, n in self.by_kind.items()}
-
-
-def _inc(counter: dict[Any, int], key: Any) -> None:
-    counter[key] = counter.get(key, 0) + 1
-
-
-_encode = msgspec.json.Encoder().encode
-_SPECS: dict[tuple[Any, ...], WorkloadSpec] = {}
-_IDENTITY = ("name", "creationTimestamp", "uid")
-
-
-def parse_accepted(raw: Any) -> WorkloadSpec:
-    """`parse_workload` of a Workload the engine accepted, memoized per template.
-
-    Workloads of one job template differ only in their identity (name, creationTimestamp, uid);
-    everything else -- namespace, labels, priority, queue, pod sets -- is parsed once by
-    `parse_workload` itself and shared. Only for events the engine accepted (their validity is
-    settled); inner events of a Batch are parsed in full every time.
-    """
-    template = _template_of(raw)
-    if template is None:
-        return parse_workload(raw)
-    meta = raw["metadata"]
-    return _stamped(template, meta["name"], _created(meta.get("creationTimestamp")), meta.get("uid"))
-
-
-def _template_of(raw: Any) -> WorkloadSpec | None:
-    """The parsed template of a Workload dict; None when it cannot be memoized (parse it whole)."""
-    meta = raw.get("metadata") if type(raw) is dict else None
-    if type(meta) is not dict or not isinstance(meta.get("name"), str):
-        return None
-    try:
-        key = (
-            meta.get("namespace"),
-            _encode(meta.get("labels")),
-            _encode({k: v for k, v in raw.items() if k != "metadata"}),
-        )
-        template = _SPECS.get(key)
-    except (TypeError, msgspec.EncodeError):
-        return None
-    if template is None:
-        generic = {**raw, "metadata": {k: v for k, v in meta.items() if k not in _IDENTITY} | {"name": "template"}}
-        template = parse_workload(generic)
-        if len(_SPECS) >= 4096:
-            _SPECS.clear()
-        _SPECS[key] = template
-    return template
-
-
-def _created(value: Any) -> int | None:
-    return parse_time(value) if value is not None else None
-
-
-def _stamped(template: WorkloadSpec, name: str, created: int | None, uid: Any) -> WorkloadSpec:
-    return WorkloadSpec(
-        template.namespace, name, template.queue_name, template.priority, template.priority_class,
-        template.active, template.labels, created, template.pod_sets, uid if isinstance(uid, str) else None,
-    )
-
-
-_RAW_SPECS: dict[tuple[Any, ...], WorkloadSpec] = {}
-Stamp = tuple[WorkloadSpec, str, int | None, str | None]  # (template, name, creation time, uid)
-
-
-def accepted_stamp(data: msgspec.Raw | bytes) -> Stamp | None:
-    """A Workload given as JSON, that the engine accepted, as (its template, name, creation
-    time, uid), reading only its identity unless its template is new. None: not memoizable
-    (parse it whole).
-
-    The template key is the JSON text of what `parse_workload` reads besides the identity (the
-    namespace, the labels' text, `kind` and `spec`, as written): equal text is equal content, so
-    a hit is exactly the template `parse_accepted` would use; text that differs only in spelling
-    just misses and is parsed."""
-    try:
-        doc = _workload_doc.decode(data)
-    except msgspec.DecodeError:  # not an object (or metadata is not): the full parse says why
-        return None
-    return _stamp_of(doc, data, False)
-
-
-def _stamp_of(doc: _WorkloadDoc, source: msgspec.Raw | bytes, in_event: bool) -> Stamp | None:
-    """`accepted_stamp` of a decoded `_WorkloadDoc`. `source` is the JSON it was decoded from
-    (the Workload, or the event holding it when `in_event`), decoded again only when its
-    template is new."""
-    meta = doc.metadata
-    if meta is None or type(meta.name) is not str or not (meta.namespace is None or type(meta.namespace) is str):
-        return None
-    key = (meta.namespace, bytes(meta.labels), bytes(doc.kind), bytes(doc.spec))
-    template = _RAW_SPECS.get(key)
-    if template is None:
-        whole = _json.decode(source)
-        template = _template_of(whole.get("workload") if in_event else whole)
-        if template is None:
-            return None
-        if len(_RAW_SPECS) >= 4096:
-            _RAW_SPECS.clear()
-        _RAW_SPECS[key] = template
-    created = meta.creationTimestamp
-    uid = meta.uid
-    return (template, meta.name, parse_time(created) if created is not None else None, uid if type(uid) is str else None)
-
-
-def parse_accepted_json(data: msgspec.Raw | bytes) -> WorkloadSpec:
-    """`parse_accepted` of a Workload given as JSON (see `accepted_stamp`). Empty `data`: no workload."""
-    if not data:
-        return parse_workload(None)
-    stamp = accepted_stamp(data)
-    if stamp is None:
-        return parse_accepted(_json.decode(data))
-    return _stamped(*stamp)
 
 
 class Projection:
@@ -614,7 +191,7 @@ class Projection:
         if value:
             self._top_time = None
             try:
-                env = _envelope.decode(value)
+                env = envelope_decoder.decode(value)
             except (msgspec.DecodeError, UnicodeDecodeError):
                 env = None  # not a JSON object (the engine rejected it), or fields of other types
             try:
@@ -637,7 +214,7 @@ class Projection:
         if self._dirty:
             self._route_dirty()
 
-    def _workload_event(self, env: _Envelope, value: bytes, seq: int, record_time: int) -> None:
+    def _workload_event(self, env: Envelope, value: bytes, seq: int, record_time: int) -> None:
         """`_dispatch` of a top-level workload event, read from its envelope alone."""
         event_id = env.id
         if event_id is not None:
@@ -663,7 +240,7 @@ class Projection:
         if env.type == "WorkloadSubmitted":
             try:
                 doc = env.workload
-                stamp = _stamp_of(doc, value, True) if doc is not None else None
+                stamp = stamp_of(doc, value, True) if doc is not None else None
                 if stamp is None:
                     self._submit(parse_accepted(_json.decode(value).get("workload")), None, None, None, seq)
                 else:
@@ -1197,7 +774,7 @@ class Projection:
             hist = s.quota_reserved_wait = self.counters.quota_reserved_wait[s.key] = Histogram()
         waiting = hist._waiting  # Histogram.observe, inline
         waiting.append(wait)
-        if len(waiting) >= _SETTLE_EVERY:
+        if len(waiting) >= SETTLE_EVERY:
             hist._settle()
         if admitted:
             cq.admitted += 1
@@ -1207,7 +784,7 @@ class Projection:
                 hist = s.admission_wait = self.counters.admission_wait[s.key] = Histogram()
             waiting = hist._waiting
             waiting.append(wait)
-            if len(waiting) >= _SETTLE_EVERY:
+            if len(waiting) >= SETTLE_EVERY:
                 hist._settle()
 
     def _observe_admission(self, s: QueueStats, wait: float) -> None:
@@ -1266,12 +843,12 @@ class Projection:
                 if preempting is None:
                     lq = self.local_queues.get(preemptor.lq)
                     preempting = lq.cluster_queue if lq is not None else None
-            _inc(c.preempted, (preempting or "", d.reason))
+            increment(c.preempted, (preempting or "", d.reason))
         else:
             reason, cause = d.reason, ""
             if d.reason == reasons.ADMISSION_CHECK and "deactivated" in d.message:
                 reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
-        _inc(c.evicted, (key, reason, cause))
+        increment(c.evicted, (key, reason, cause))
         self._unadmit(wv)
         wv.evicted = True
 
@@ -1343,7 +920,7 @@ class Projection:
         wv.message = d.message
 
     def _on_rejected(self, d: Rejected, rec: DecisionRecord) -> None:
-        _inc(self.counters.rejected, d.reason)
+        increment(self.counters.rejected, d.reason)
 
     # ------------------------------------------------------------------------------------------
     # reading

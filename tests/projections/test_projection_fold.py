@@ -248,7 +248,7 @@ def test_memoized_parse_equals_parse_workload() -> None:
     from bench.engine_bench import generate, render
 
     from domain.workload import parse_workload
-    from projections.fold import parse_accepted, parse_accepted_json
+    from projections.workload_decoding import parse_accepted, parse_accepted_json
 
     raws = []
     for e in Generator(3).events(800):
