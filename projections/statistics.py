@@ -6,11 +6,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from projections.records import FR as FR  # (re-exported, as DecisionRecord)
-from projections.records import (
-    KIND_NAMES,
-)
-from projections.records import DecisionRecord as DecisionRecord
+from projections.records import KIND_NAMES
 
 # (ClusterQueue, LocalQueue namespace, LocalQueue name, priority class): one key serves Kueue's
 # per-ClusterQueue and per-LocalQueue metric families, summed at scrape time.

@@ -9,13 +9,9 @@ from typing import Any
 
 import msgspec
 
-from domain.objects import (
-    ClusterQueueSpec,
-    ResourceQuota,
-)
+from domain.objects import ClusterQueueSpec, ResourceQuota
 from domain.workload import WorkloadSpec
-from projections.records import FR as FR  # (re-exported, as DecisionRecord)
-from projections.records import DecisionRecord as DecisionRecord
+from projections.records import FR
 from projections.statistics import QueueStats
 
 LQKey = tuple[str, str]  # (namespace, name)

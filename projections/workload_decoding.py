@@ -9,8 +9,6 @@ import msgspec
 
 from domain.timestamps import parse_time
 from domain.workload import WorkloadSpec, parse_workload
-from projections.records import FR as FR  # (re-exported, as DecisionRecord)
-from projections.records import DecisionRecord as DecisionRecord
 
 _json = msgspec.json.Decoder()
 
