@@ -76,7 +76,7 @@ class _SourceOnly:
     """Loads `domain` and `domain.<module>` from their .py files, never an extension module.
 
     A meta path finder needs only find_spec; not deriving from importlib.abc.MetaPathFinder
-    keeps importlib.abc (~20 ms) out of the start-up of every process that imports streams/."""
+    keeps importlib.abc out of the start-up of every process that imports streams/."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:

@@ -74,9 +74,9 @@ log = structlog.get_logger("quotaflow.kafka")
 # After a commit, the transaction coordinator is still writing the commit markers when the next
 # transaction's AddPartitionsToTxn arrives, and answers CONCURRENT_TRANSACTIONS (KAFKA-5477).
 # aiokafka then waits a fixed BACKOFF_OVERRIDE of 20 ms before asking again -- once per
-# transaction, which was most of the agent's decision latency (p50 33 ms -> 13 ms, p99 96 ms ->
-# 38 ms at 1,000 events/s; bench/agent.md). The markers take a millisecond or two on a healthy
-# broker, so ask again after 2 ms; the cost is a few more small requests.
+# transaction, which was most of the agent's decision latency (measured in bench/agent.md). The
+# markers take a millisecond or two on a healthy broker, so ask again after 2 ms; the cost is a
+# few more small requests.
 _aiokafka_sender.BACKOFF_OVERRIDE = 0.002
 
 ENV_REPLICATION_FACTOR = "QUOTAFLOW_KAFKA_REPLICATION_FACTOR"
