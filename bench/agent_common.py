@@ -92,7 +92,7 @@ class AgentProcess:
                 # group, so on a loaded machine the agent and its engine process would share one
                 # group's slice while the in-process runs and the passthrough they are compared
                 # with get the bench's: the CLI agent measured 1.2-2x slower in wall time for
-                # the same CPU, all of it run-queue wait (bench/agent.md, "the CLI agent's wait").
+                # the same CPU, all of it run-queue wait (bench/figures.md, "The CLI agent's wait, explained").
                 process_group=0,
             )
 

@@ -1,4 +1,5 @@
-"""Engine throughput with a three-level cohort tree and with fair sharing (issue 5).
+"""Engine throughput with a three-level cohort tree and with fair sharing, against
+a flat cohort under Classical admission.
 
     python -m bench.hierarchy_fairsharing_bench [--workloads N] [--repeat K] [--modes bytes,dict] [--json]
 

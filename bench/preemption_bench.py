@@ -1,4 +1,4 @@
-"""Preemption benchmark (issue 4): engine throughput on a stream with preemption, and how the
+"""Preemption benchmark: engine throughput on a stream with preemption, and how the
 cost of one preemption attempt grows with the admitted workloads of a cohort.
 
     python -m bench.preemption_bench [--scale S] [--rounds R] [--sizes 100,1000,10000] [--json]

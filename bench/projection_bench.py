@@ -1,4 +1,4 @@
-"""Projection rebuild rate (issue 7): folding the logs from offset 0 against reading them raw.
+"""Projection rebuild rate: folding the logs from offset 0 against reading them raw.
 
     python -m bench.projection_bench [--workloads 20000] [--rounds 3] [--logs kafka,sqlite]
                                      [--bootstrap HOST:PORT] [--json]

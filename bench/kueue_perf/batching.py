@@ -20,7 +20,7 @@ from bench.kueue_perf.generator import Scenario
 MAX_BATCH_EVENTS = 1000  # ~480 KB of WorkloadSubmitted events
 # Real time: how many of the runner's records the agent may have undecided before what falls
 # due waits and goes as one append (realtime._Run.sender); 0 appends as it falls due. The best
-# of 1-4 measured on large-scale (bench/kueue_perf/README.md).
+# of 1-4 measured on large-scale (bench/figures.md).
 DEFAULT_WINDOW = 2
 
 

@@ -9,12 +9,12 @@ to an entry ranked before it; no room and no target (after losing its room in th
 or otherwise); victims found, or victims another entry of the cycle had already chosen; and the
 re-check such an entry gets. Heads parked again without an evaluation are counted apart. Each
 category's time is an upper bound on what any shortcut that avoids those evaluations could save,
-which is what "how close to the limit" asks (README, bench/kueue_perf/README.md).
+which is what "how close to the limit" asks (README; bench/figures.md, "How close to the limit").
 
 It wraps the scheduler's methods, so it needs the interpreted engine (compiled callers would not
 see the wrappers): run it with QUOTAFLOW_PURE_PYTHON=1, which it checks. The times are those of
 the interpreted engine: the counts hold for the compiled one, the shares only roughly (compiled,
-work made of many small calls shrinks most; bench/kueue_perf/README.md has an example). A
+work made of many small calls shrinks most; bench/figures.md has an example). A
 diagnostic: it prints a table and never fails on the numbers.
 """
 
