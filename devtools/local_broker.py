@@ -63,7 +63,7 @@ DEFAULT_HEAP = "512m"
 # is a humongous allocation straight into the old generation, and each one can start a
 # concurrent marking cycle: 140 of them in two runs of Kueue's large-scale suite, 1.5 of the
 # broker's 6.2 CPU seconds, with 2.2 s more in the C2 compiler. 4 MB regions and C1 alone cut
-# a fresh broker's run to ~1.9 s, its request handlers no slower (bench/kueue_perf/README.md).
+# a fresh broker's run to ~1.9 s, its request handlers no slower (bench/figures.md).
 # Options in $QUOTAFLOW_KAFKA_JVM_OPTS come after these and win (-XX:TieredStopAtLevel=4
 # restores C2).
 BROKER_JVM_OPTS = ("-XX:G1HeapRegionSize=4m", "-XX:TieredStopAtLevel=1")

@@ -62,7 +62,7 @@ def usable_cores(cpu_max: str = "/sys/fs/cgroup/cpu.max") -> int:
 def default_engine_process(environ: Mapping[str, str] | None = None) -> bool:
     """$QUOTAFLOW_ENGINE_PROCESS if set (1/0, true/false, on/off); otherwise the agent's engine
     runs in a process of its own when there is a second core for it: the engine's and the
-    shell's CPU then overlap (bench/agent.md); on one core it would only add the pipe's cost."""
+    shell's CPU then overlap (bench/figures.md); on one core it would only add the pipe's cost."""
     raw = (os.environ if environ is None else environ).get(ENV_ENGINE_PROCESS, "").strip().lower()
     if raw in ("1", "true", "yes", "on"):
         return True

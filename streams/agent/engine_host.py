@@ -10,7 +10,7 @@ results in the order it made them.
   batch at once and return a future, so while the child folds batch N the agent commits batch
   N-1 and reads batch N+1 -- on two cores the engine's and the shell's CPU overlap instead of
   adding up. It costs a copy of every input value and decision payload through a pipe
-  (bench/agent.md gives the measured overhead). The child's death (or its parent's) is an
+  (bench/figures.md gives the measured overhead). The child's death (or its parent's) is an
   ordinary failure for the agent: it closes its writer and recovers from the logs, as after any
   error whose outcome is unknown; the child dies with the agent however the agent dies.
 """

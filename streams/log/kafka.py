@@ -74,7 +74,7 @@ log = structlog.get_logger("quotaflow.kafka")
 # After a commit, the transaction coordinator is still writing the commit markers when the next
 # transaction's AddPartitionsToTxn arrives, and answers CONCURRENT_TRANSACTIONS (KAFKA-5477).
 # aiokafka then waits a fixed BACKOFF_OVERRIDE of 20 ms before asking again -- once per
-# transaction, which was most of the agent's decision latency (measured in bench/agent.md). The
+# transaction, which was most of the agent's decision latency (measured in bench/figures.md). The
 # markers take a millisecond or two on a healthy broker, so ask again after 2 ms; the cost is a
 # few more small requests.
 _aiokafka_sender.BACKOFF_OVERRIDE = 0.002
