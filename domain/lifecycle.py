@@ -11,7 +11,7 @@ from domain import reasons
 from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased, QuotaReserved
 from domain.emitter import Emitter
 from domain.objects import IMMEDIATE, NEVER
-from domain.preemption import never_preempts
+from domain.preemption.policy import never_preempts
 from domain.queues import Status
 from domain.quota import FR, QuotaNode
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
