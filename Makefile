@@ -22,7 +22,7 @@ venv: $(VENV)/.installed
 
 # domain/ compiled in place by mypyc, rebuilt when a source changes (deploy/compile.py). Without
 # a C compiler the engine runs from its sources: same decisions, slower. CI requires the build.
-DOMAIN_SOURCES := $(wildcard domain/*.py)
+DOMAIN_SOURCES := $(wildcard domain/*.py domain/*/*.py)
 domain/.compiled.json: $(VENV)/.installed $(DOMAIN_SOURCES) deploy/compile.py
 	@$(PY) deploy/compile.py || { $(PY) deploy/compile.py --clean; \
 	  echo "make: compiling domain/ failed; quotaflow runs it from its sources" >&2; \

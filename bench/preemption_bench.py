@@ -68,7 +68,7 @@ from typing import Any
 import msgspec
 
 from domain.engine import Engine
-from domain.preemption import ClassicalPreemptor
+from domain.preemption.classical import ClassicalPreemptor
 
 V1 = "kueue.x-k8s.io/v1beta1"
 FLAVOR = "rf"

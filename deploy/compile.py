@@ -35,13 +35,21 @@ GROUP = "domain.native"
 
 # Kept interpreted: msgspec reads these classes' fields and annotations at run time (Structs it
 # encodes and decodes, and WorkloadSpec, which snapshots store as a dataclass); mypyc's native
-# classes do not offer them in the form msgspec expects. The package marker and the loader that
-# chooses the engine's form (_engine_form) are not the engine.
-INTERPRETED = frozenset({"__init__", "_engine_form", "decisions", "snapshot", "typed_events", "workload"})
+# classes do not offer them in the form msgspec expects. Package markers (`__init__.py`, also
+# those of subpackages such as domain/preemption/) stay interpreted too, and so does the loader
+# that chooses the engine's form (_engine_form, run by domain/__init__.py): neither is the engine.
+INTERPRETED = frozenset({"_engine_form", "decisions", "snapshot", "typed_events", "workload"})
+
+
+def module_name(path: Path) -> str:
+    """A source's module name below domain/: "scheduler", "preemption.classical"."""
+    return ".".join(path.relative_to(DOMAIN).with_suffix("").parts)
 
 
 def modules() -> list[Path]:
-    return sorted(p for p in DOMAIN.glob("*.py") if p.stem not in INTERPRETED)
+    """The sources compiled: every .py file of domain/ and its subpackages but the above."""
+    return sorted(p for p in DOMAIN.rglob("*.py")
+                  if p.stem != "__init__" and module_name(p) not in INTERPRETED)
 
 
 def clean() -> None:
@@ -66,7 +74,7 @@ def build() -> None:
     dist.run_command("build_ext")
     MANIFEST.write_text(json.dumps({
         "python": sys.version.split()[0],
-        "sources": {p.stem: digest(p) for p in sources},
+        "sources": {module_name(p): digest(p) for p in sources},
     }, indent=1, sort_keys=True) + "\n")
 
 

@@ -37,14 +37,16 @@ def digest(path: Path) -> str:
 
 
 def extension_files() -> list[Path]:
-    """Every extension module in domain/: the compiled modules and mypyc's shared library."""
-    return sorted(p for p in DOMAIN.iterdir() if p.name.endswith(_EXTENSIONS))
+    """Every extension module in domain/ and its subpackages: the compiled modules and mypyc's
+    shared library."""
+    return sorted(p for p in DOMAIN.rglob("*") if p.name.endswith(_EXTENSIONS))
 
 
 def compiled_modules() -> list[str]:
-    """Names of the domain modules that exist as extension modules (not mypyc's shared library,
-    domain/native__mypyc, which has no source of its own)."""
-    names = {p.name.split(".", 1)[0] for p in extension_files()}
+    """Names below domain/ ("scheduler", "preemption.classical") of the modules that exist as
+    extension modules (not mypyc's shared library, domain/native__mypyc, which has no source of
+    its own)."""
+    names = {".".join((*p.relative_to(DOMAIN).parent.parts, p.name.split(".", 1)[0])) for p in extension_files()}
     return sorted(n for n in names if not n.endswith("__mypyc"))
 
 
@@ -59,7 +61,7 @@ def stale() -> list[str]:
         return present
     out = []
     for name in present:
-        source = DOMAIN / f"{name}.py"
+        source = DOMAIN / f"{name.replace('.', '/')}.py"
         if not source.exists() or recorded.get(name) != digest(source):
             out.append(name)
     return out
@@ -73,18 +75,24 @@ def running_compiled() -> bool:
 
 
 class _SourceOnly:
-    """Loads `domain` and `domain.<module>` from their .py files, never an extension module.
+    """Loads `domain` and its modules and subpackages from their .py files, never an extension
+    module.
 
     A meta path finder needs only find_spec; not deriving from importlib.abc.MetaPathFinder
-    keeps importlib.abc out of the start-up of every process that imports streams/."""
+    keeps importlib.abc out of the start-up of every process that imports domain."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if fullname == "domain":
             return importlib.util.spec_from_file_location(
                 fullname, DOMAIN / "__init__.py", submodule_search_locations=[str(DOMAIN)])
-        if fullname.startswith("domain.") and fullname.count(".") == 1:
-            source = DOMAIN / f"{fullname[len('domain.'):]}.py"
+        if fullname.startswith("domain."):
+            relative = fullname[len("domain."):].replace(".", "/")
+            package = DOMAIN / relative / "__init__.py"
+            if package.exists():
+                return importlib.util.spec_from_file_location(
+                    fullname, package, submodule_search_locations=[str(DOMAIN / relative)])
+            source = DOMAIN / f"{relative}.py"
             if source.exists():
                 return importlib.util.spec_from_file_location(fullname, source)
         return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from domain.flavor_assigner import Assignment
-from domain.preemption import Target
+from domain.preemption.policy import Target
 from domain.state import ClusterQueueState, WorkloadState
 
 

@@ -11,7 +11,7 @@ from domain import reasons
 from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased, QuotaReserved
 from domain.emitter import Emitter
 from domain.objects import IMMEDIATE, NEVER
-from domain.preemption import never_preempts
+from domain.preemption.policy import never_preempts
 from domain.queues import Status
 from domain.quota import FR, QuotaNode
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
@@ -127,7 +127,7 @@ def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, 
     ws.cluster_queue = cq.name
     ws.admission = admission
     ws.last_status = None
-    cq.candidates.add(ws)
+    cq.candidates.add(ws.key, ws.evicted, ws.priority, admission.sequence)
     if cq.queue.waiting_for and cq.spec.preemption.within_cluster_queue != NEVER:
         cq.queue.candidate_admitted(ws.priority)
     state.admitted_roots[id(cq.node.root())] = None
@@ -293,7 +293,9 @@ def set_priority(state: State, ws: WorkloadState, priority: int) -> None:
     ws.priority = priority
     ws.order_key = (-priority, ws.queue_time, ws.seq, ws.key)
     if ws.admission is not None:
-        state.cluster_queues[ws.admission.cluster_queue].candidates.refile(ws)
+        admission = ws.admission
+        candidates = state.cluster_queues[admission.cluster_queue].candidates
+        candidates.refile(ws.key, ws.evicted, ws.priority, admission.sequence)
 
 
 def release_policy(state: State, cq: ClusterQueueState) -> str:
@@ -323,7 +325,7 @@ def evict(
     else:
         out.emit(Evicted, ws.key, reason=reason, message=message)
     ws.evicted = True
-    cq.candidates.refile(ws)
+    cq.candidates.refile(ws.key, ws.evicted, ws.priority, admission.sequence)
     if not admission.admitted or release_policy(state, cq) == IMMEDIATE:
         release_evicted(state, out, ws)
 

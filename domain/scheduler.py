@@ -20,7 +20,7 @@ from domain import reasons
 from domain.decisions import PodSetAssignment
 from domain.emitter import Emitter
 from domain.entry import Entry
-from domain.fair_sharing import FairSharingPreemptor, Tournament
+from domain.fair_sharing import Tournament
 from domain.flavor_assigner import (
     MODE_FIT,
     MODE_NO_FIT,
@@ -33,14 +33,11 @@ from domain.flavor_assigner import (
 )
 from domain.lifecycle import DeferredWakes, admit, drop_sticky, evict, set_pending
 from domain.objects import ANY, FAIR_SHARING, NEVER
-from domain.preemption import (
-    ClassicalPreemptor,
-    Target,
-    never_preempts,
-    own_may_yield,
-    preemption_message,
-    within_quota,
-)
+from domain.preemption.classical import ClassicalPreemptor
+from domain.preemption.fair_sharing_strategies import FairSharingPreemptor
+from domain.preemption.fit import within_quota
+from domain.preemption.messages import preemption_message
+from domain.preemption.policy import Target, never_preempts, own_may_yield
 from domain.quantity import format_amount
 from domain.quota import FR, QuotaNode, borrowing_level, fr_key
 from domain.queues import Status

@@ -178,7 +178,10 @@ def load(data: bytes) -> Engine:
         cq = state.cluster_queues[q.name]
         cq.admitted = dict.fromkeys(q.admitted)
         for key in q.admitted:
-            cq.candidates.add(state.workloads[key])  # derived: rebuilt, not stored
+            admitted = state.workloads[key]
+            assert admitted.admission is not None
+            # derived: rebuilt, not stored
+            cq.candidates.add(admitted.key, admitted.evicted, admitted.priority, admitted.admission.sequence)
         needs = {member: (resource, amount) for member, resource, amount in q.filed}
         for member, status in q.parked:
             cq.queue.restore_parked(cq.queue.class_of[member], status, needs.get(member))

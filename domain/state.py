@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.candidates import CandidateIndex
+from domain.preemption.candidates import CandidateIndex
 from domain.decisions import PodSetAssignment
 from domain.flavor_assigner import Plans
 from domain.objects import (
@@ -123,7 +123,7 @@ class State:
     # ClusterQueues whose sticky preemptor sleeps until its victims' quota comes back.
     waiting_preemptors: dict[str, None] = field(default_factory=dict)
     # ClusterQueues with a head that could not preempt a workload admitted by the same event:
-    # they try again at the next input event, whatever it is (see preemption.preemptible_now).
+    # they try again at the next input event, whatever it is (see preemption.policy.preemptible_now).
     deferred: dict[str, None] = field(default_factory=dict)
     seen_ids: set[str] = field(default_factory=set)  # membership only; never iterated
     clock: int = 0  # latest event time seen (µs), for workloads that carry no timestamp

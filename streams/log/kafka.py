@@ -97,6 +97,8 @@ APPEND_TIMEOUT_S = 120.0
 APPEND_BACKOFF_S = (0.2, 5.0)
 # Failures no retry can mend: the same append fails the same way on a fresh producer.
 _NOT_RETRIED = (MessageSizeTooLargeError, TopicAuthorizationFailedError, ClusterAuthorizationFailedError)
+# Messages per second an attempt is given on top of OP_TIMEOUT_S before it counts as failed.
+APPEND_RATE_FLOOR = 1000.0
 # How far back from the log's end a retry looks for messages of the failed attempt that landed.
 LANDED_LOOKBACK = 20_000
 
@@ -106,7 +108,12 @@ def _record(r: ConsumerRecord[bytes, bytes]) -> Record:
 
 
 async def _start(consumer: AIOKafkaConsumer) -> AIOKafkaConsumer:
-    await consumer.start()
+    try:
+        await consumer.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await consumer.stop()
+        raise
     # Let the consumer's own tasks begin: aiokafka's stop() re-raises the cancellation of a task
     # that never ran (NoGroupCoordinator._reset_committed_routine) when stop follows start at once.
     await asyncio.sleep(0)
@@ -240,13 +247,18 @@ class KafkaLog(EventLog):
             producer: AIOKafkaProducer | None = None
             try:
                 if attempt:
-                    landed = await self._landed(topic, [messages[i] for i in todo])
+                    landed = await asyncio.wait_for(self._landed(topic, [messages[i] for i in todo]), OP_TIMEOUT_S)
                     for i, o in zip(todo, landed, strict=True):
                         offsets[i] = o
                     todo = [i for i, o in enumerate(offsets) if o is None]
                 if todo:
-                    producer = await self._plain_producer()
-                    sent = await send_batched(producer, [(topic, messages[i]) for i in todo])
+                    producer = await asyncio.wait_for(self._plain_producer(), OP_TIMEOUT_S)
+                    # Bounded: a send whose producer another caller dropped, or whose broker went
+                    # away mid-request, may otherwise never complete.
+                    sent = await asyncio.wait_for(
+                        send_batched(producer, [(topic, messages[i]) for i in todo]),
+                        OP_TIMEOUT_S + len(todo) / APPEND_RATE_FLOOR,
+                    )
                     for i, o in zip(todo, sent, strict=True):
                         offsets[i] = o
                 return [o for o in offsets if o is not None]

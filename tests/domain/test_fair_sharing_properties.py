@@ -39,7 +39,8 @@ from test_hierarchy_properties import (CPU, FR, PROPERTY, Node, Quota, Quotas, S
                                       trees)
 
 from domain.engine import Engine
-from domain.fair_sharing import FairSharingPreemptor, dominant_resource_share
+from domain.fair_sharing import dominant_resource_share
+from domain.preemption.fair_sharing_strategies import FairSharingPreemptor
 from domain.scheduler import Scheduler
 from domain.state import ClusterQueueState, State, WorkloadState
 

@@ -25,7 +25,7 @@ from domain.objects import (
     TRY_NEXT_FLAVOR,
     FlavorFungibility,
 )
-from domain.preemption import never_preempts
+from domain.preemption.policy import never_preempts
 
 # Patches domain functions, which compiled callers would not see: runs on the sources
 # (tests/domain/test_compiled.py runs it so where the engine is compiled).

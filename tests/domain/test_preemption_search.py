@@ -37,22 +37,20 @@ from hypothesis import strategies as st
 import domain.scheduler
 from bench.kueue_perf import config, generator, virtual
 from domain.objects import NEVER
-from domain.preemption import (
+from domain.preemption.classical import ClassicalPreemptor
+from domain.preemption.fit import fit_in_quota, fits, under_nominal, within_nominal
+from domain.preemption.minimize import Runs
+from domain.preemption.policy import (
     HIERARCHICAL_RECLAIM,
     RECLAIM_WHILE_BORROWING,
     RECLAIM_WITHOUT_BORROWING,
     VARIANT_REASON,
     WITHIN_CQ,
-    ClassicalPreemptor,
-    _add_back,
-    _Candidate,
-    _fit_in_quota,
-    _Runs,
     preemptible_now,
     satisfies_policy,
     uses,
-    within_nominal,
 )
+from domain.preemption.victims import Candidate, add_back
 from domain.quota import FR, QuotaNode, recompute
 from domain.entry import Entry
 from domain.flavor_assigner import MODE_FIT
@@ -85,11 +83,11 @@ def _sources(state: State, cq: ClusterQueueState, requests: dict[FR, int], frs: 
             elif name in state.cluster_queues:
                 out.append((state.cluster_queues[name], advantage, root))
 
-    advantage, remaining = _fit_in_quota(cq.node, requests)
+    advantage, remaining = fit_in_quota(cq.node, requests)
     previous = None
     for subtree in cq.node.ancestors():
         collect(subtree, subtree, previous, advantage, hierarchy if advantage else priority)
-        fits, remaining = _fit_in_quota(subtree, remaining)
+        fits, remaining = fit_in_quota(subtree, remaining)
         advantage = advantage or fits
         previous = subtree
     return hierarchy, priority
@@ -115,10 +113,10 @@ def _variant(cq: ClusterQueueState, preemptor: WorkloadState, candidate: Workloa
 
 
 def _group(state: State, cq: ClusterQueueState, preemptor: WorkloadState,
-           sources: list[tuple[ClusterQueueState, bool, QuotaNode | None]], evicted: bool, frs: list[FR]) -> list[_Candidate]:
+           sources: list[tuple[ClusterQueueState, bool, QuotaNode | None]], evicted: bool, frs: list[FR]) -> list[Candidate]:
     """Every candidate of these queues, in Kueue's order: lower priority first, then the most
     recently admitted first."""
-    found: list[tuple[tuple[int, int, int], _Candidate]] = []
+    found: list[tuple[tuple[int, int, int], Candidate]] = []
     for member, advantage, lca in sources:
         for key in member.admitted:
             ws = state.workloads[key]
@@ -128,12 +126,12 @@ def _group(state: State, cq: ClusterQueueState, preemptor: WorkloadState,
             variant = _variant(cq, preemptor, ws, member is cq, advantage, frs)
             if variant:
                 order = (ws.priority, -ws.admission.sequence[0], -ws.admission.sequence[1])
-                found.append((order, _Candidate(ws, member, variant, lca)))
+                found.append((order, Candidate(ws, member, variant, lca)))
     found.sort(key=lambda item: item[0])
     return [c for _, c in found]
 
 
-def _valid(cq: ClusterQueueState, c: _Candidate, allow_borrowing: bool, frs: list[FR]) -> bool:
+def _valid(cq: ClusterQueueState, c: Candidate, allow_borrowing: bool, frs: list[FR]) -> bool:
     """Kueue's candidate check: another queue's candidate is valid while that queue, and every
     cohort between it and the common ancestor, is above its nominal quota; one that may only be
     reclaimed without borrowing is not valid in an attempt that borrows."""
@@ -151,23 +149,23 @@ def _valid(cq: ClusterQueueState, c: _Candidate, allow_borrowing: bool, frs: lis
     return True
 
 
-def _remove(c: _Candidate) -> None:
+def _remove(c: Candidate) -> None:
     assert c.ws.admission is not None
     c.cq.node.add_usages(c.ws.admission.usage, -1)
 
 
-def _restore(c: _Candidate) -> None:
+def _restore(c: Candidate) -> None:
     assert c.ws.admission is not None
     c.cq.node.add_usages(c.ws.admission.usage)
 
 
-def _fill_back(helper: ClassicalPreemptor, cq: ClusterQueueState, requests: dict[FR, int], allow_borrowing: bool,
-               chosen: list[_Candidate]) -> list[_Candidate]:
+def _fill_back(cq: ClusterQueueState, requests: dict[FR, int], allow_borrowing: bool,
+               chosen: list[Candidate]) -> list[Candidate]:
     """Give back, last to first, every victim the preemptor still fits without, asking after
     each one; Kueue swaps the last element into the freed slot."""
     for i in range(len(chosen) - 2, -1, -1):
         _restore(chosen[i])
-        if helper._fits(cq, requests, allow_borrowing):
+        if fits(cq, requests, allow_borrowing):
             chosen[i] = chosen[-1]
             chosen.pop()
         else:
@@ -192,17 +190,16 @@ def reference_targets(state: State, cq: ClusterQueueState, ws: WorkloadState, re
     )
     groups = [_group(state, cq, ws, list(sources), evicted, frs)
               for evicted in (True, False) for sources in (hierarchy, priority, own)]
-    helper = ClassicalPreemptor(state)  # its fit tests
     forbidden = policy.borrow_within_cohort == NEVER
     any_hierarchy = bool(groups[0] or groups[3])
-    if (not any_hierarchy and not (groups[1] or groups[4])) or (forbidden and not helper._under_nominal(cq, frs)):
+    if (not any_hierarchy and not (groups[1] or groups[4])) or (forbidden and not under_nominal(cq, frs)):
         attempts: tuple[bool, ...] = (True,)
     elif forbidden and not any_hierarchy:
         attempts = (False, True)
     else:
         attempts = (True, False)
     for allow_borrowing in attempts:
-        chosen: list[_Candidate] = []
+        chosen: list[Candidate] = []
         try:
             for group in groups:
                 for candidate in group:
@@ -210,8 +207,8 @@ def reference_targets(state: State, cq: ClusterQueueState, ws: WorkloadState, re
                         continue
                     _remove(candidate)
                     chosen.append(candidate)
-                    if helper._fits(cq, requests, allow_borrowing):
-                        chosen = _fill_back(helper, cq, requests, allow_borrowing, chosen)
+                    if fits(cq, requests, allow_borrowing):
+                        chosen = _fill_back(cq, requests, allow_borrowing, chosen)
                         return [(c.ws.key, VARIANT_REASON[c.variant], c.cq.name) for c in chosen], deferred
         finally:
             for candidate in chosen:
@@ -458,8 +455,8 @@ def _state_of(nodes: list[QuotaNode]) -> list[Any]:
 )
 def test_runs_give_back_as_add_back_does(victims: list[tuple[int, int, bool]],
                                          moves: list[tuple[int, int, int]]) -> None:
-    """_Runs (running sums by node) leaves every node's usage, its order, the change counters
-    and the over-nominal sets exactly as _add_back (a sum per run) does, for any runs, on
+    """Runs (running sums by node) leaves every node's usage, its order, the change counters
+    and the over-nominal sets exactly as add_back (a sum per run) does, for any runs, on
     victims at up to five nodes, with one flavor-resource or (falling back) two."""
     trees = [_victim_tree(), _victim_tree()]
     chosen: list[list[Any]] = [[], []]
@@ -468,14 +465,14 @@ def test_runs_give_back_as_add_back_does(victims: list[tuple[int, int, bool]],
         for tree, out in zip(trees, chosen):
             ws = type("W", (), {"admission": type("A", (), {"usage": usage})()})()
             cq = type("C", (), {"node": tree[node]})()
-            out.append(_Candidate(ws, cq, 1, None, tree[0] if node == 0 else None))  # type: ignore[arg-type]
+            out.append(Candidate(ws, cq, 1, None, tree[0] if node == 0 else None))  # type: ignore[arg-type]
     for c in chosen[0] + chosen[1]:
         (c.at or c.cq.node).add_usages(c.ws.admission.usage, -1)
-    runs = _Runs(chosen[0])
+    runs = Runs(chosen[0])
     n = len(victims)
     for start, length, sign in moves:
         lo = start % n
         hi = min(n, lo + length)
         runs.move(lo, hi, sign)
-        _add_back(chosen[1][lo:hi], sign)
+        add_back(chosen[1][lo:hi], sign)
         assert _state_of(trees[0]) == _state_of(trees[1])

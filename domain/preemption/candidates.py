@@ -12,17 +12,15 @@ admission sequence (input offset, decision index). Every admission gets a larger
 any before it, so filing a new admission appends, and "most recently admitted first" is the
 bucket read backwards. Sequences are unique (each names one decision), so no two entries tie.
 
-Derived state: rebuilt from the workloads when a snapshot is restored, never serialized.
+Derived state: rebuilt from the workloads when a snapshot is restored, never serialized. It is
+given plain values (key, evicted flag, priority, admission sequence), not workloads: the state
+holds the index, so the index knows nothing of the state.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from domain.state import WorkloadState
 
 BucketKey = tuple[int, int]  # (0 evicted / 1 holding, priority)
 Entry = tuple[int, int, str]  # (admission offset, decision index, workload key)
@@ -43,11 +41,12 @@ class CandidateIndex:
     def __len__(self) -> int:
         return len(self._filed)
 
-    def add(self, ws: WorkloadState) -> None:
-        admission = ws.admission
-        assert admission is not None and ws.key not in self._filed
-        where = (EVICTED if ws.evicted else HOLDING, ws.priority)
-        entry = (admission.sequence[0], admission.sequence[1], ws.key)
+    def add(self, key: str, evicted: bool, priority: int, sequence: tuple[int, int]) -> None:
+        """File a workload holding quota here, admitted at `sequence` (input offset, decision
+        index)."""
+        assert key not in self._filed
+        where = (EVICTED if evicted else HOLDING, priority)
+        entry = (sequence[0], sequence[1], key)
         bucket = self._buckets.get(where)
         if bucket is None:
             bucket = self._buckets[where] = []
@@ -56,7 +55,7 @@ class CandidateIndex:
             bucket.append(entry)
         else:  # re-filed after an eviction or a priority change: an older admission
             insort(bucket, entry)
-        self._filed[ws.key] = (where, entry)
+        self._filed[key] = (where, entry)
         self._offsets[entry[0]] = self._offsets.get(entry[0], 0) + 1
 
     def discard(self, key: str) -> None:
@@ -75,10 +74,10 @@ class CandidateIndex:
             del self._buckets[where]
             del self._order[bisect_left(self._order, where)]
 
-    def refile(self, ws: WorkloadState) -> None:
+    def refile(self, key: str, evicted: bool, priority: int, sequence: tuple[int, int]) -> None:
         """Its evicted flag or priority changed."""
-        self.discard(ws.key)
-        self.add(ws)
+        self.discard(key)
+        self.add(key, evicted, priority, sequence)
 
     def ordered(self, evicted: bool, max_priority: int | None = None,
                 skip_offset: int | None = None) -> Iterator[tuple[int, int, int, str]]:

@@ -1,0 +1,349 @@
+"""Classical preemption: which admitted workloads a pending one may evict, and the fewest of them.
+
+Follows Kueue's classical preemptor (pkg/scheduler/preemption): candidates come from the
+preemptor's own ClusterQueue (per `withinClusterQueue`) and from ClusterQueues of its cohort tree
+that use more than their nominal quota (per `reclaimWithinCohort`, with `borrowWithinCohort` and
+`maxPriorityThreshold` deciding whether the preemptor may borrow while reclaiming). Candidates are
+taken in Kueue's order (already evicted first; other ClusterQueues before its own; lower priority
+first; most recently admitted first) until the preemptor fits, then every victim that turns out
+not to be needed is given back, last to first.
+
+Cost: each ClusterQueue keeps its workloads in candidate order (`candidates.py`); an attempt
+chooses the queues to take from (one look at each queue of the cohort tree), then merges their
+candidates lazily, reading only as many as the search examines: k·log q for k candidates from q
+queues, whatever the number of workloads the cohort holds.
+
+While a cycle nominates its heads nothing changes, and the heads of one flat cohort would each
+collect the same reclaimable queues and read and merge the same candidates (less their own
+queue's): those searches share that work (`shared_cohort.py`, a speed-up, switched on by the
+scheduler around nomination). Victims are removed where it is cheapest with the same effect on
+what the search reads (`victims.removal_node`), and given back in runs (`minimize.fill_back`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from domain.objects import LOWER_OR_NEWER_EQUAL, NEVER
+from domain.preemption.fit import borrows, fit_in_quota, fits, under_nominal, within_quota
+from domain.preemption.minimize import fill_back
+from domain.preemption.policy import (
+    VARIANT_REASON,
+    Target,
+    classify,
+    max_candidate_priority,
+    never_preempts,
+    own_may_yield,
+    preemptible_now,
+)
+from domain.preemption.reading import Key, Source, Stream, any_candidate, path_valid, read_group
+from domain.preemption.shared_cohort import SharedCohort, SharedGroups
+from domain.preemption.victims import Candidate, Pending, add_back, apply_pending, note, removal_node
+from domain.quota import FR, QuotaNode, over_nominal
+from domain.state import ClusterQueueState, State, WorkloadState
+
+# Where a candidate group's workloads come from, as Kueue's classical candidate iterator splits
+# them: queues of the cohort the preemptor has a hierarchical advantage over (it fits in the
+# quota of a cohort they sit outside of), the other reclaimable queues of the cohort (taken by
+# priority), and the preemptor's own queue.
+HIERARCHY = 0
+PRIORITY = 1
+SAME_QUEUE = 2
+KINDS = (HIERARCHY, PRIORITY, SAME_QUEUE)
+# The candidate groups in the order a search reads them: every already evicted candidate before
+# any still holding, each by kind in the order above.
+GROUPS: tuple[tuple[bool, int], ...] = tuple((evicted, kind) for evicted in (True, False) for kind in KINDS)
+NO_SHARED_KIND = -1  # the search does not read a shared cohort
+
+
+class ClassicalPreemptor:
+    def __init__(self, state: State) -> None:
+        self.state = state
+        # Flat cohorts' shared reading, by (root, flavor-resources), while the caller
+        # guarantees that no usage and no workload changes (`share_while_unchanged`).
+        self._cohorts: dict[tuple[int, tuple[FR, ...]], SharedCohort | None] | None = None
+
+    def share_while_unchanged(self) -> None:
+        """From now until `stop_sharing`, nothing but these searches touches the quota or the
+        workloads (a nomination phase): searches of heads of one flat cohort share their
+        reading of it (`SharedCohort`)."""
+        self._cohorts = {}
+
+    def stop_sharing(self) -> None:
+        self._cohorts = None
+
+    def _cohort(self, cq: ClusterQueueState, frs: list[FR]) -> SharedCohort | None:
+        cohorts = self._cohorts
+        root = cq.node.parent
+        if cohorts is None or root is None or root.parent is not None:
+            return None
+        key = (id(root), tuple(frs))
+        if key in cohorts:
+            return cohorts[key]
+        members: list[ClusterQueueState] = []
+        cohort: SharedCohort | None = None
+        for name in over_nominal(root, frs):  # as _collect finds them, the head's own included
+            child = root.children[name]
+            if not child.is_cluster_queue or child.lending_limit:
+                break
+            member = self.state.cluster_queues.get(name)
+            if member is not None:
+                members.append(member)
+        else:
+            cohort = SharedCohort(root, members, self.state.offset)
+        cohorts[key] = cohort
+        return cohort
+
+    def _groups(self, cohort: SharedCohort, cq: ClusterQueueState, ws: WorkloadState, frs: list[FR],
+                advantage: bool) -> SharedGroups:
+        """The cohort's candidates classified for this preemptor: `classify` of another
+        queue's candidate reads only these (and `max_candidate_priority` the first two)."""
+        spec = cq.spec.preemption
+        policy = spec.reclaim_within_cohort
+        key = (advantage, policy, ws.priority, ws.queue_time if policy == LOWER_OR_NEWER_EQUAL else None,
+               spec.borrow_within_cohort == NEVER, spec.max_priority_threshold)
+        groups = cohort.groups.get(key)
+        if groups is None:
+            made: list[list[Stream]] = [[], []]
+            for evicted in (True, False):
+                for member in cohort.members:
+                    stream = self._stream(cq, ws, (member, advantage, cohort.root), evicted, frs, False)
+                    if stream is not None:
+                        made[0 if evicted else 1].append(stream)
+            groups = cohort.groups[key] = SharedGroups(made[0], made[1], frs)
+        return groups
+
+    def targets(
+        self,
+        cq: ClusterQueueState,
+        ws: WorkloadState,
+        requests: dict[FR, int],
+        frs: list[FR],
+    ) -> list[Target]:
+        if never_preempts(cq):
+            return []  # a non-preemptive queue: no candidate can exist
+        policy = cq.spec.preemption
+        same_queue: list[Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
+        cohort = self._cohort(cq, frs) if policy.reclaim_within_cohort != NEVER else None
+        shared: SharedGroups | None = None
+        if cohort is None:
+            hierarchy, priority = self._cohort_sources(cq, requests, frs)
+            self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))
+            shared_kind, advantage = NO_SHARED_KIND, False
+        else:
+            # What _cohort_sources and _defer_if_admitted_now find, from the shared cohort: its
+            # one level gives every queue to hierarchy if the preemptor fits in its own nominal
+            # quota, else to priority.
+            hierarchy, priority = [], []
+            advantage = within_quota(cq.node, requests)
+            shared_kind = HIERARCHY if advantage else PRIORITY
+            if (same_queue and cq.candidates.admitted_at(self.state.offset)) or any(
+                m is not cq for m in cohort.admitted_now
+            ):
+                self.state.deferred[cq.name] = None
+            # The cohort's candidates, classified for this preemptor (`_groups`), are made when
+            # first read: a search that reads none of them (a queue over its nominal quota
+            # without borrowWithinCohort only looks at its own) leaves them unmade. Making them
+            # reads, and changes, nothing else, and nothing changes during the nomination.
+            if shared_kind == PRIORITY and policy.borrow_within_cohort == NEVER and not own_may_yield(cq, ws):
+                # Speed-up, exact: no target can be found. The preemptor does not fit in its own
+                # nominal quota, so it borrows (the same test, usage + request > subtree quota),
+                # and its own queue holds no candidate under its policy. In an attempt with
+                # borrowing, the cohort's queues are all priority sources, none valid without
+                # borrowWithinCohort (skipped there); in one without, only the preemptor's own
+                # victims could end its borrowing (own_too_high), and there are none.
+                return []
+        # The queues of each kind; each group's streams (by its place in GROUPS) are made when
+        # first needed.
+        sources_of = (hierarchy, priority, same_queue)
+        made: list[list[Stream] | None] = [None] * len(GROUPS)
+
+        def group(evicted: bool, kind: int) -> list[Stream]:
+            g = kind if evicted else len(KINDS) + kind
+            streams = made[g]
+            if streams is None:
+                made[g] = streams = []
+                for source in sources_of[kind]:
+                    stream = self._stream(cq, ws, source, evicted, frs, source[0] is cq)
+                    if stream is not None:
+                        streams.append(stream)
+            return streams
+
+        forbidden = cq.spec.preemption.borrow_within_cohort == NEVER
+        attempts: tuple[bool, ...]
+        if forbidden and not under_nominal(cq, frs):
+            attempts = (True,)
+        else:
+            if cohort is None:
+                any_hierarchy = any_candidate(group(True, HIERARCHY)) or any_candidate(group(False, HIERARCHY))
+                any_priority = any_candidate(group(True, PRIORITY)) or any_candidate(group(False, PRIORITY))
+            else:
+                shared = self._groups(cohort, cq, ws, frs, advantage)
+                any_hierarchy = any_priority = shared.any_besides(cq)
+                if shared_kind == HIERARCHY:
+                    any_priority = False
+                else:
+                    any_hierarchy = False
+            if not any_hierarchy and not any_priority:
+                attempts = (True,)
+            elif forbidden and not any_hierarchy:
+                attempts = (False, True)
+            else:
+                attempts = (True, False)
+        for allow_borrowing in attempts:
+            chosen: list[Candidate] = []
+            # Speed-up of asking `fits` after every victim, exact: without borrowing, the
+            # preemptor fits only once its own queue is low enough; other queues' victims never
+            # change that, so fits need not be asked after each of them.
+            own_too_high = not allow_borrowing and borrows(cq, requests)
+            # A victim whose `at` is the common ancestor is removed there, not from its queue:
+            # `below` keeps what its queue would have lost, for `within_nominal_without`. Meanwhile
+            # (own_too_high) such removals wait in `waiting` and are made, added up per node,
+            # just before fits is asked: until then only the queue's own usage is read.
+            below: Pending = {}
+            waiting: Pending = {}
+            try:
+                for evicted, kind in GROUPS:
+                    if allow_borrowing and forbidden and kind == PRIORITY:
+                        # Without borrowWithinCohort every candidate of the priority groups is
+                        # one that may only be reclaimed without borrowing: none is valid here.
+                        continue
+                    source: Iterator[Candidate]
+                    if cohort is None or kind == SAME_QUEUE:
+                        if not sources_of[kind]:
+                            continue
+                        source = read_group(group(evicted, kind), allow_borrowing, frs, below)
+                        checked = True
+                    elif kind != shared_kind:
+                        continue
+                    else:
+                        if shared is None:
+                            shared = self._groups(cohort, cq, ws, frs, advantage)
+                        if own_too_high:
+                            # Speed-up of the loop below, exact: it would take every candidate
+                            # of the shared group and, each being removed at the root rather
+                            # than at its queue, only note its usage in `waiting` (own_too_high
+                            # changes only with a victim of the preemptor's own queue, and the
+                            # shared group has none). So take them all at once, with their
+                            # usage summed once per cycle. (Only when the group holds none of
+                            # the preemptor's own queue: no subtraction of its part.)
+                            taken = shared.taken_by(evicted, allow_borrowing, cq)
+                            if taken is not None:
+                                chosen.extend(taken[0])
+                                for node, total in taken[1].values():
+                                    note(waiting, node, total)
+                                continue
+                        source = shared.read(evicted, allow_borrowing, cq)
+                        checked = False  # the shared merge has, for the flat cohort
+                    for candidate in source:
+                        own = candidate.cq is cq
+                        # read_group has checked the rest of the validity check for this candidate, now
+                        if checked and not own and not path_valid(candidate, frs):
+                            continue
+                        chosen.append(candidate)
+                        at = candidate.at
+                        assert at is not None and candidate.ws.admission is not None
+                        usage = candidate.ws.admission.usage
+                        if at is not candidate.cq.node:
+                            if checked:
+                                note(below, candidate.cq.node, usage)
+                            if own_too_high:
+                                note(waiting, at, usage)
+                                continue  # fits would say no, as below
+                        at.add_usages(usage, -1)
+                        if own:
+                            own_too_high = not allow_borrowing and borrows(cq, requests)
+                        elif own_too_high:
+                            continue  # fits would say no: only the preemptor's own usage decides that
+                        if waiting:
+                            apply_pending(waiting, -1)
+                        if fits(cq, requests, allow_borrowing):
+                            chosen = fill_back(cq, requests, allow_borrowing, chosen)
+                            return [Target(c.ws, VARIANT_REASON[c.variant], c.cq) for c in chosen]
+            finally:
+                if waiting:
+                    apply_pending(waiting, -1)  # now every victim in `chosen` is removed
+                add_back(chosen, 1)
+        return []
+
+    def defer(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR]) -> None:
+        """Only the side effect of `targets`: defer the ClusterQueue to the next event when a
+        queue it may take from holds a workload admitted by the event being applied (such a
+        workload is no candidate now, but may be at the next event). For callers that need no
+        targets, only this; it looks at the same queues `targets` does."""
+        state = self.state
+        if cq.name in state.deferred or never_preempts(cq):
+            return
+        if id(cq.node.root()) not in state.admitted_roots:
+            return  # no queue of its tree, where all its sources are, holds a workload admitted now
+        policy = cq.spec.preemption
+        same_queue: list[Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
+        hierarchy, priority = self._cohort_sources(cq, requests, frs)
+        self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))
+
+    def _defer_if_admitted_now(self, cq: ClusterQueueState, kinds: tuple[list[Source], ...]) -> None:
+        offset = self.state.offset
+        for sources in kinds:
+            if any(member.candidates.admitted_at(offset) for member, _, _ in sources):
+                self.state.deferred[cq.name] = None
+                return
+
+    def _stream(self, cq: ClusterQueueState, preemptor: WorkloadState, source: Source,
+                evicted: bool, frs: list[FR], own: bool) -> Stream | None:
+        """None when the queue holds nothing this stream could read. `own`: the candidates are
+        classified as the preemptor's own queue's."""
+        member = source[0]
+        spec = cq.spec.preemption
+        policy = spec.within_cluster_queue if own else spec.reclaim_within_cohort
+        bound = max_candidate_priority(policy, preemptor)
+        if not member.candidates.holds(evicted, bound):
+            return None
+        # Workloads admitted by the event being applied are no candidates (preemptible_now).
+        walk = member.candidates.ordered(evicted, bound, self.state.offset)
+        return Stream(member, own, self._candidates(cq, preemptor, source, walk, frs, own))
+
+    def _candidates(self, cq: ClusterQueueState, preemptor: WorkloadState, source: Source,
+                    walk: Iterator[tuple[int, int, int, str]], frs: list[FR],
+                    own: bool) -> Iterator[tuple[Key, Candidate]]:
+        """The candidates of one queue, in Kueue's order, as far as they are read."""
+        member, advantage, lca = source
+        workloads = self.state.workloads
+        offset = self.state.offset
+        at = removal_node(member.node, lca)
+        for place in walk:
+            candidate = workloads[place[3]]
+            if not preemptible_now(candidate, offset):
+                continue
+            variant = classify(cq, preemptor, candidate, own, frs, advantage)
+            if variant:
+                yield place, Candidate(candidate, member, variant, lca, at)
+
+    def _cohort_sources(self, cq: ClusterQueueState, requests: dict[FR, int],
+                        frs: list[FR]) -> tuple[list[Source], list[Source]]:
+        hierarchy: list[Source] = []
+        priority: list[Source] = []
+        if cq.node.parent is None or cq.spec.preemption.reclaim_within_cohort == NEVER:
+            return hierarchy, priority
+        advantage, remaining = fit_in_quota(cq.node, requests)
+        previous: QuotaNode | None = None
+        for subtree in cq.node.ancestors():
+            target = hierarchy if advantage else priority
+            self._collect(cq, subtree, subtree, previous, frs, advantage, target)
+            fits, remaining = fit_in_quota(subtree, remaining)
+            advantage = advantage or fits
+            previous = subtree
+        return hierarchy, priority
+
+    def _collect(self, cq: ClusterQueueState, node: QuotaNode, subtree_root: QuotaNode,
+                 skip: QuotaNode | None, frs: list[FR], advantage: bool, out: list[Source]) -> None:
+        children = node.children
+        for name in over_nominal(node, frs):  # the children not within nominal, in name order
+            child = children[name]
+            if child is skip or child is cq.node:
+                continue
+            if child.is_cluster_queue:
+                member = self.state.cluster_queues.get(name)
+                if member is not None:
+                    out.append((member, advantage, subtree_root))
+            else:
+                self._collect(cq, child, subtree_root, skip, frs, advantage, out)
