@@ -23,7 +23,7 @@ from bisect import bisect_left, insort
 from collections.abc import Iterator
 
 BucketKey = tuple[int, int]  # (0 evicted / 1 holding, priority)
-Entry = tuple[int, int, str]  # (admission offset, decision index, workload key)
+Filed = tuple[int, int, str]  # (admission offset, decision index, workload key)
 
 EVICTED = 0
 HOLDING = 1
@@ -33,9 +33,9 @@ class CandidateIndex:
     __slots__ = ("_buckets", "_order", "_filed", "_offsets")
 
     def __init__(self) -> None:
-        self._buckets: dict[BucketKey, list[Entry]] = {}
+        self._buckets: dict[BucketKey, list[Filed]] = {}
         self._order: list[BucketKey] = []  # bucket keys, ascending
-        self._filed: dict[str, tuple[BucketKey, Entry]] = {}
+        self._filed: dict[str, tuple[BucketKey, Filed]] = {}
         self._offsets: dict[int, int] = {}  # admission offset -> how many hold quota here
 
     def __len__(self) -> int:
