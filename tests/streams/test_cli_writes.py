@@ -1,0 +1,125 @@
+"""Write commands against a live agent: what they print, what they append, their exit codes."""
+
+from __future__ import annotations
+
+import json
+
+from cli_harness import Live, live, logs, workload  # noqa: F401  (live and logs are fixtures)
+
+
+def input_events(env: Live) -> list[dict]:
+    watched = env.cli("watch", "--json", "--no-follow")  # decisions; inputs are read below
+    assert watched.returncode == 0, watched.stderr
+    import asyncio
+
+    from streams.log import open_log
+
+    async def read() -> list[dict]:
+        log = open_log(env.url)
+        await log.start()
+        try:
+            return [json.loads(r.value or b"null") for r in await log.read_all(env.topics.input)]
+        finally:
+            await log.close()
+
+    return asyncio.run(read())
+
+
+def test_wait_prints_the_decision_of_an_accepted_submission(live: Live) -> None:
+    done = live.cli("submit", "-f", str(live.write("wl.yaml", workload("job-1"))), "--wait", "--timeout", "30")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("workload/team-a/job-1 submitted (offset 3)")
+    assert any("Admitted" in line and "team-a/job-1" in line and "@3.0" in line for line in lines[1:]), done.stdout
+
+
+def test_wait_on_a_rejected_event_exits_1_with_the_reason(live: Live) -> None:
+    done = live.cli("finish", "default/does-not-exist", "--wait", "--timeout", "30")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Rejected" in done.stdout and "default/does-not-exist" in done.stdout
+    assert "rejected: UnknownWorkload" in done.stderr
+
+
+def test_wait_without_an_agent_times_out_with_exit_3(logs: Live) -> None:
+    done = logs.cli("finish", "team-a/x", "--wait", "--timeout", "1")
+    assert done.returncode == 3
+    assert "no agent decided offset 3 within 1 s; is `quotaflow agent` running?" in done.stderr
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "g"}}
+    config = logs.cli("apply", "-f", str(logs.write("g.yaml", flavor)), "--wait", "--timeout", "1")
+    assert config.returncode == 3
+    assert "not known whether the agent accepted offset 4" in config.stderr
+
+
+def test_no_wait_only_prints_the_offset(logs: Live) -> None:
+    done = logs.cli("finish", "default/does-not-exist", "--no-wait")
+    assert done.returncode == 0
+    assert done.stdout == "workload/default/does-not-exist finished (offset 3)\n"
+
+
+def test_namespace_slash_name_and_dash_n_name_the_same_workload(live: Live) -> None:
+    assert live.cli("submit", "-f", str(live.write("wl.yaml", workload("a"), workload("b"))), "--no-wait").returncode == 0
+    slash = live.cli("delete", "workload", "team-a/a", "--wait")
+    assert slash.returncode == 0, slash.stderr
+    assert slash.stdout.startswith("workload/team-a/a deleted")
+    assert "Deleted" in slash.stdout
+    dash_n = live.cli("delete", "wl", "b", "-n", "team-a", "--wait")
+    assert dash_n.returncode == 0, dash_n.stderr
+    assert dash_n.stdout.startswith("workload/team-a/b deleted")
+    both = live.cli("finish", "team-a/b", "-n", "other", "--no-wait")
+    assert both.returncode == 2 and "names namespace 'team-a' but -n says 'other'" in both.stderr
+    events = input_events(live)
+    assert {"type": "WorkloadDeleted", "namespace": "team-a", "name": "a"} in events
+    assert {"type": "WorkloadDeleted", "namespace": "team-a", "name": "b"} in events
+
+
+def test_release_and_check_append_their_events_and_show_the_decision(live: Live) -> None:
+    released = live.cli("release", "team-a/nobody", "--wait")
+    assert released.returncode == 1  # an unknown workload is rejected
+    assert "Rejected" in released.stdout
+    checked = live.cli("check", "team-a/nobody", "prov", "Ready", "--message", "ok", "--wait")
+    assert checked.stdout.startswith("workload/team-a/nobody check prov Ready")
+    events = input_events(live)
+    assert {"type": "WorkloadReleased", "namespace": "team-a", "name": "nobody"} in events
+    assert {
+        "type": "AdmissionCheckStateChanged", "namespace": "team-a", "name": "nobody", "check": "prov", "state": "Ready", "message": "ok",
+    } in events
+    bad = live.cli("check", "team-a/nobody", "prov", "Maybe", "--no-wait")
+    assert bad.returncode == 2
+
+
+def test_apply_a_directory_recursively_and_refuse_empty_input(live: Live) -> None:
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "f"}}
+    live.write("dir/sub/one.yml", {**flavor, "metadata": {"name": "f1"}})
+    (live.tmp / "dir" / "two.json").write_text(json.dumps({**flavor, "metadata": {"name": "f2"}}))
+    (live.tmp / "dir" / "notes.txt").write_text("not an object")
+    done = live.cli("apply", "-f", str(live.tmp / "dir"), "--no-wait")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["resourceflavor/f1 applied (offset 3)", "resourceflavor/f2 applied (offset 4)"]
+    (live.tmp / "empty").mkdir()
+    (live.tmp / "empty.yaml").write_text("")
+    for path in (live.tmp / "empty", live.tmp / "empty.yaml"):
+        refused = live.cli("apply", "-f", str(path))
+        assert refused.returncode == 2
+        assert f"no objects in {path}" in refused.stderr
+
+
+def test_wait_on_configuration_is_honest_about_what_it_knows(live: Live) -> None:
+    # The agent decides the queues' workload first: then it is known to be caught up.
+    assert live.cli("finish", "team-a/nobody", "--wait").returncode == 1
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "g"}}
+    done = live.cli("apply", "-f", str(live.write("g.yaml", flavor)), "--wait", "--timeout", "10")
+    assert done.returncode == 0, done.stderr
+    assert "configuration changes produce a decision only when rejected" in done.stdout
+    bad = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "bad"}, "spec": {"resourceGroups": "x"}}
+    rejected = live.cli("apply", "-f", str(live.write("bad.yaml", bad)), "--wait", "--timeout", "20")
+    assert rejected.returncode == 1, rejected.stdout + rejected.stderr
+    assert "Rejected" in rejected.stdout
+
+
+def test_version() -> None:
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    done = subprocess.run([sys.executable, "-m", "streams.cli.main", "--version"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout == f"quotaflow {version('quotaflow')}\n"
