@@ -11,6 +11,7 @@ from domain.decisions import encode
 from domain.engine import Engine
 from streams.cli.import_commands import import_app
 from streams.cli.log_commands import register as register_log_commands
+from streams.cli.stop_commands import register as register_stop_commands
 from streams.cli.view_commands import register as register_view_commands
 from streams.cli.workload_commands import register as register_workload_commands
 from streams.log.event_files import EventFileError, read_events
@@ -24,6 +25,7 @@ app = typer.Typer(
 app.add_typer(import_app, name="import")
 register_log_commands(app)
 register_workload_commands(app)
+register_stop_commands(app)
 register_view_commands(app)
 
 

@@ -123,3 +123,30 @@ def test_version() -> None:
 
     done = subprocess.run([sys.executable, "-m", "streams.cli.main", "--version"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout == f"quotaflow {version('quotaflow')}\n"
+
+
+def test_stop_and_resume_queues_and_workloads_and_set_priority(live: Live) -> None:
+    stopped = live.cli("stop", "clusterqueue", "team-a-cq", "--keep-already-running", "--no-wait")
+    assert stopped.returncode == 0, stopped.stderr
+    drained = live.cli("stop", "lq", "team-a/team-a", "--no-wait")
+    assert drained.returncode == 0, drained.stderr
+    resumed = live.cli("resume", "cq", "team-a-cq", "--no-wait")
+    assert resumed.returncode == 0, resumed.stderr
+    assert live.cli("submit", "-f", str(live.write("wl.yaml", workload("job-9"))), "--wait").returncode == 0
+    off = live.cli("stop", "workload", "team-a/job-9", "--wait")
+    assert off.returncode == 0, off.stdout + off.stderr
+    assert off.stdout.startswith("workload/team-a/job-9 active=false")
+    assert "team-a/job-9" in off.stdout.splitlines()[1]  # the agent's decision about it
+    prio = live.cli("set", "priority", "job-9", "7", "-n", "team-a", "--no-wait")
+    assert prio.returncode == 0, prio.stderr
+    missing = live.cli("stop", "workload", "team-a/never", "--no-wait")
+    assert missing.returncode == 1 and "was never applied or submitted" in missing.stderr
+
+    events = input_events(live)
+    policies = [e["object"].get("spec", {}).get("stopPolicy") for e in events if e.get("type") == "ConfigApplied"]
+    assert policies[-3:] == ["Hold", "HoldAndDrain", "None"]
+    lq = [e["object"] for e in events if e.get("type") == "ConfigApplied" and e["object"]["kind"] == "LocalQueue"][-1]
+    assert lq["metadata"] == {"name": "team-a", "namespace": "team-a"} and lq["spec"]["clusterQueue"] == "team-a-cq"
+    updates = [e["workload"]["spec"] for e in events if e.get("type") == "WorkloadUpdated"]
+    assert [u.get("active") for u in updates] == [False, False]
+    assert updates[-1]["priority"] == 7 and updates[-1]["queueName"] == "team-a"
