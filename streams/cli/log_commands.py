@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from streams import settings as defaults
-from streams.cli.common import broker_option, fail, run
+from streams.cli.common import broker_option, fail, require_existing_log, run
 from streams.cli.publishing import publish
 from streams.cli.refs import NAMESPACE_HELP, split_ref
 from streams.cli.waiting import timeout_option, wait_option
@@ -180,6 +180,7 @@ def register(app: typer.Typer) -> None:
         out = sys.stdout.buffer
 
         async def go() -> None:
+            require_existing_log(broker)
             async with Client(broker, source=CLI_SOURCE) as qf:
                 async for record, decision in qf.decision_records(start="end" if from_end else "beginning", follow=follow):
                     if json_lines:

@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from streams import settings as defaults
-from streams.cli.common import broker_option, fail, run
+from streams.cli.common import broker_option, fail, require_existing_log, run
 
 
 def _as_of() -> Any:
@@ -31,6 +31,7 @@ def _json_flag() -> Any:
 async def _open(broker: str) -> tuple[Any, Any]:
     from streams.log import Topics, open_log
 
+    require_existing_log(broker)
     settings = defaults.Settings.from_env()
     log = open_log(broker, settings)
     await log.start()
