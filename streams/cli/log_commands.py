@@ -171,12 +171,10 @@ def register(app: typer.Typer) -> None:
         follow: bool = typer.Option(True, "--follow/--no-follow", help="keep waiting for new decisions"),
     ) -> None:
         """Tail the decision log."""
-        from rich.console import Console
-
         from streams.client import Client
-        from streams.cli.render import decision_line
+        from streams.cli.render import decision_line, output_console
 
-        console = Console(highlight=False)
+        console = output_console()
         out = sys.stdout.buffer
 
         async def go() -> None:

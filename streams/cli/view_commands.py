@@ -65,11 +65,10 @@ def register(app: typer.Typer) -> None:
         usage: bool = typer.Option(True, "--usage/--no-usage", help="usage bars per flavor and resource"),
     ) -> None:
         """ClusterQueues like `kubectl get clusterqueues -o wide`, with usage bars."""
-        from rich.console import Console
 
         from projections import views
         from projections.follower import rebuild
-        from streams.cli.render import status_table, usage_table
+        from streams.cli.render import output_console, status_table, usage_table
 
         async def go() -> tuple[Any, int]:
             log, topics = await _open(broker)
@@ -83,7 +82,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             _print_json({"items": views.cluster_queues(proj), "asOf": views.as_of(proj, undecided)})
             return
-        console = Console()
+        console = output_console()
         console.print(status_table(proj))
         if usage and proj.cluster_queues:
             console.print()
@@ -105,11 +104,10 @@ def register(app: typer.Typer) -> None:
         json_out: bool = _json_flag(),
     ) -> None:
         """Pending workloads with their positions, as Kueue's visibility API gives them."""
-        from rich.console import Console
 
         from projections import views
         from projections.follower import rebuild
-        from streams.cli.render import pending_table
+        from streams.cli.render import output_console, pending_table
 
         async def go() -> Any:
             log, topics = await _open(broker)
@@ -126,7 +124,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             _print_json(summary)
         else:
-            Console().print(pending_table(summary))
+            output_console().print(pending_table(summary))
 
     @app.command()
     def history(
@@ -136,12 +134,11 @@ def register(app: typer.Typer) -> None:
         json_out: bool = _json_flag(),
     ) -> None:
         """Every decision about a workload, with the input event that caused each."""
-        from rich.console import Console
 
         from projections import views
         from projections.explain import focus_history
         from projections.follower import rebuild
-        from streams.cli.render import history_table
+        from streams.cli.render import history_table, output_console
 
         key = _workload_key("history", workload)
 
@@ -160,7 +157,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             _print_json({"workload": key, "state": state, "history": entries, "asOf": views.as_of(proj)})
         else:
-            console = Console()
+            console = output_console()
             console.print(history_table(entries))
             if state is not None:
                 console.print(f"now: {state['phase']}", style="bold")
@@ -173,10 +170,9 @@ def register(app: typer.Typer) -> None:
         json_out: bool = _json_flag(),
     ) -> None:
         """A workload's history and, if it is pending, why: flavors tried, what is short, who holds it."""
-        from rich.console import Console
 
         from projections.explain import explain as run_explain
-        from streams.cli.render import explain_renderables
+        from streams.cli.render import explain_renderables, output_console
 
         key = _workload_key("explain", workload)
 
@@ -193,7 +189,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             _print_json(result)
         else:
-            console = Console()
+            console = output_console()
             for renderable in explain_renderables(result):
                 console.print(renderable)
 

@@ -150,3 +150,20 @@ def test_stop_and_resume_queues_and_workloads_and_set_priority(live: Live) -> No
     updates = [e["workload"]["spec"] for e in events if e.get("type") == "WorkloadUpdated"]
     assert [u.get("active") for u in updates] == [False, False]
     assert updates[-1]["priority"] == 7 and updates[-1]["queueName"] == "team-a"
+
+
+def test_piped_output_is_never_cut_even_with_80_columns(live: Live) -> None:
+    long = "a-workload-name-long-enough-to-overflow-an-eighty-column-terminal-line-on-its-own"
+    assert live.cli("submit", "-f", str(live.write("wl.yaml", workload(long, cpu="100m"))), "--wait").returncode == 0
+    for env in ({}, {"COLUMNS": "80"}):
+        watched = live.cli("watch", "--no-follow", env=env)
+        assert watched.returncode == 0, watched.stderr
+        admitted = [line for line in watched.stdout.splitlines() if "Admitted" in line and long in line]
+        assert len(admitted) == 1, watched.stdout
+        assert f"team-a/{long}" in admitted[0] and "cpu=100m" in admitted[0]
+        explained = live.cli("explain", f"team-a/{long}", env=env)
+        assert explained.returncode == 0, explained.stderr
+        assert f"Workload team-a/{long}" in explained.stdout
+        status = live.cli("status", env=env)
+        assert status.returncode == 0, status.stderr
+        assert "1Gi" in status.stdout and "1073741824" not in status.stdout
