@@ -21,7 +21,6 @@ from streams.cli.refs import NAMESPACE_HELP, split_ref
 from streams.cli.waiting import timeout_option, wait_option
 from streams.log.envelope import CLI_SOURCE
 
-
 DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -171,8 +170,8 @@ def register(app: typer.Typer) -> None:
         follow: bool = typer.Option(True, "--follow/--no-follow", help="keep waiting for new decisions"),
     ) -> None:
         """Tail the decision log."""
-        from streams.client import Client
         from streams.cli.render import decision_line, output_console
+        from streams.client import Client
 
         console = output_console()
         out = sys.stdout.buffer
@@ -240,7 +239,11 @@ def register(app: typer.Typer) -> None:
 
         from streams.agent import structured_logs as logs
         from streams.agent.loop import Agent, AgentConfig
-        from streams.agent.process import kafka_app, run_embedded_worker, run_kafka_worker
+        from streams.agent.process import (
+            kafka_app,
+            run_embedded_worker,
+            run_kafka_worker,
+        )
         from streams.log import BrokerUrl, LogError, Topics, open_log
 
         if log_level.lower() not in logs.LEVELS:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,9 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
+from agent_harness import AgentProcess, agent_env
 
 from streams.log import Topics
-from agent_harness import AgentProcess, agent_env
 
 FLAVOR = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}}
 CLUSTER_QUEUE = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cli_harness import Live, live, logs, workload  # noqa: F401  (live and logs are fixtures)
+from cli_harness import Live, workload
 
 
 def input_events(env: Live) -> list[dict]:
