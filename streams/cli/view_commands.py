@@ -100,7 +100,8 @@ def register(app: typer.Typer) -> None:
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
         offset: int = typer.Option(0, min=0, help="first position to show"),
-        limit: int = typer.Option(1000, min=1, help="how many to show"),
+        limit: int = typer.Option(1000, min=1, help="how many to show (Kueue's visibility API allows at most 4000)"),
+        show_all: bool = typer.Option(False, "--all", help="every pending workload, however many"),
         json_out: bool = _json_flag(),
     ) -> None:
         """Pending workloads with their positions, as Kueue's visibility API gives them."""
@@ -118,9 +119,29 @@ def register(app: typer.Typer) -> None:
 
         proj = run("pending", go)
         ns, sep, name = queue.partition("/")
-        summary = views.pending_in_local_queue(proj, ns, name, offset, limit) if sep else views.pending_in_cluster_queue(proj, queue, offset, limit)
+
+        def page(first: int, count: int) -> dict[str, Any] | None:
+            if sep:
+                return views.pending_in_local_queue(proj, ns, name, first, count)
+            return views.pending_in_cluster_queue(proj, queue, first, count)
+
+        summary = page(offset, views.MAX_PENDING_LIMIT if show_all else limit)
         if summary is None:
             raise fail("pending", f"{'LocalQueue' if sep else 'ClusterQueue'} {queue} not found")
+        # The API caps a page; --all keeps asking for the next one until a page comes back short.
+        while show_all and summary["items"] and len(summary["items"]) % views.MAX_PENDING_LIMIT == 0:
+            more = page(offset + len(summary["items"]), views.MAX_PENDING_LIMIT) or {"items": []}
+            if not more["items"]:
+                break
+            summary["items"].extend(more["items"])
+        total = len(proj.lq_pending.get((ns, name)) or ()) if sep else len(proj.cluster_queues[queue].pending)
+        page_end = offset + min(limit, views.MAX_PENDING_LIMIT)
+        if not show_all and page_end < total:
+            typer.echo(
+                f"quotaflow pending: showing positions {offset}..{page_end - 1} of {total} pending workloads; "
+                f"--offset {page_end} or --all for the rest",
+                err=True,
+            )
         if json_out:
             _print_json(summary)
         else:

@@ -167,3 +167,15 @@ def test_piped_output_is_never_cut_even_with_80_columns(live: Live) -> None:
         status = live.cli("status", env=env)
         assert status.returncode == 0, status.stderr
         assert "1Gi" in status.stdout and "1073741824" not in status.stdout
+
+
+def test_pending_says_when_it_shows_only_part_of_the_queue(live: Live) -> None:
+    big = [workload(f"big-{i}", cpu="3") for i in range(4)]  # one fits in 4 cpus, three wait
+    assert live.cli("submit", "-f", str(live.write("big.yaml", *big)), "--wait").returncode == 0
+    part = live.cli("pending", "team-a-cq", "--limit", "2")
+    assert part.returncode == 0, part.stderr
+    assert "showing positions 0..1 of 3 pending workloads; --offset 2 or --all for the rest" in part.stderr
+    assert part.stdout.count("big-") == 2
+    every = live.cli("pending", "team-a-cq", "--all")
+    assert every.returncode == 0 and every.stderr == ""
+    assert every.stdout.count("big-") == 3
