@@ -10,6 +10,7 @@ import typer
 from domain.decisions import encode
 from domain.engine import Engine
 from streams.cli.import_commands import import_app
+from streams.cli.list_commands import register as register_list_commands
 from streams.cli.log_commands import register as register_log_commands
 from streams.cli.stop_commands import register as register_stop_commands
 from streams.cli.view_commands import register as register_view_commands
@@ -26,6 +27,7 @@ app.add_typer(import_app, name="import")
 register_log_commands(app)
 register_workload_commands(app)
 register_stop_commands(app)
+register_list_commands(app)
 register_view_commands(app)
 
 
