@@ -27,7 +27,9 @@ def publish(
     the exit code of the decisions when waiting (see streams/cli/waiting.py)."""
     from streams.client import Client
 
-    waiting = should_wait(wait)
+    # A valid configuration change decides nothing, so waiting for it is slow to conclude: only
+    # an explicit --wait asks for that.
+    waiting = should_wait(wait) if not config or wait is not None else False
 
     async def go() -> tuple[list[int], Any]:
         async with Client(broker, source=CLI_SOURCE) as qf:

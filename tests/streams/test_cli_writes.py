@@ -179,3 +179,30 @@ def test_pending_says_when_it_shows_only_part_of_the_queue(live: Live) -> None:
     every = live.cli("pending", "team-a-cq", "--all")
     assert every.returncode == 0 and every.stderr == ""
     assert every.stdout.count("big-") == 3
+
+
+def test_on_a_terminal_workload_commands_wait_and_configuration_commands_do_not(logs: Live) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from agent_harness import agent_env
+
+    def on_a_terminal(*args: str) -> tuple[int, str]:
+        leader, follower = pty.openpty()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "streams.cli.main", *args, "--broker", logs.url],
+                stdout=follower, stderr=subprocess.PIPE, text=True, timeout=60, check=False, env=agent_env(logs.topics),
+            )
+        finally:
+            os.close(follower)
+            os.close(leader)
+        return done.returncode, done.stderr
+
+    code, err = on_a_terminal("finish", "team-a/x", "--timeout", "1")  # no agent runs
+    assert code == 3 and "no agent decided offset 3 within 1 s" in err
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "g"}}
+    code, err = on_a_terminal("apply", "-f", str(logs.write("g.yaml", flavor)), "--timeout", "1")
+    assert code == 0 and err == ""
