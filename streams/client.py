@@ -67,6 +67,25 @@ def _envelope(event: dict[str, Any], id: str | None, time: str | None) -> dict[s
     return event
 
 
+def _object_of(event: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    kind = event.get("type")
+    if kind == "ConfigApplied" and isinstance(event.get("object"), dict):
+        return event["object"].get("kind"), event["object"]
+    if kind in ("WorkloadSubmitted", "WorkloadUpdated") and isinstance(event.get("workload"), dict):
+        return "Workload", event["workload"]
+    return None, None
+
+
+def _deletes(event: dict[str, Any], kind: str, name: str, namespace: str | None) -> bool:
+    if event.get("name") != name:
+        return False
+    if event.get("type") == "WorkloadDeleted":
+        return kind == "Workload" and (namespace is None or event.get("namespace") == namespace)
+    if event.get("type") == "ConfigDeleted":
+        return event.get("kind") == kind and (namespace is None or event.get("namespace") in (None, namespace))
+    return False
+
+
 class Client:
     def __init__(
         self,
@@ -167,7 +186,54 @@ class Client:
             event["message"] = message
         return await self.publish(event)
 
+    async def stop_queue(self, kind: str, name: str, namespace: str | None = None, *, policy: str = "HoldAndDrain") -> int:
+        """`ConfigApplied` of a ClusterQueue or LocalQueue as last applied, with spec.stopPolicy
+        `policy` (HoldAndDrain, Hold, or None to resume), as kueuectl's stop and resume do."""
+        kind = canonical_kind(kind)
+        obj = await self.latest_object(kind, name, namespace)
+        if obj is None:
+            raise LookupError(f"{kind.lower()}/{namespace + '/' if namespace else ''}{name} is not in the input log")
+        obj.setdefault("spec", {})["stopPolicy"] = policy
+        return await self.apply(obj)
+
+    async def update_workload(self, namespace: str, name: str, change: Mapping[str, Any]) -> int:
+        """`WorkloadUpdated`: the workload as last submitted or updated, with `change` merged
+        into its spec (e.g. {"active": False}, {"priority": 10})."""
+        obj = await self.latest_object("Workload", name, namespace)
+        if obj is None:
+            raise LookupError(f"workload/{namespace}/{name} is not in the input log")
+        obj.setdefault("spec", {}).update(change)
+        return await self.update(obj)
+
     # -- reading ---------------------------------------------------------------------------------
+    async def latest_object(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object as the input log last set it (applied, submitted or updated), or None when
+        it was never set or was deleted since. Reads the whole input log."""
+        import json
+
+        kind = canonical_kind(kind)
+        await self.start()
+        found: dict[str, Any] | None = None
+        for record in await self.log.read_all(self.topics.input):
+            try:
+                event = json.loads(record.value or b"")
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            kind_of, obj = _object_of(event)
+            if obj is not None:
+                meta = obj.get("metadata") or {}
+                if (
+                    kind_of == kind
+                    and meta.get("name") == name
+                    and (namespace is None or (meta.get("namespace") or "default") == namespace)
+                ):
+                    found = obj
+            elif _deletes(event, kind, name, namespace):
+                found = None
+        return found
+
     async def decision_records(
         self, *, start: int | Literal["beginning", "end"] = "beginning", follow: bool = True
     ) -> AsyncIterator[tuple[Record, AnyDecision | None]]:

@@ -41,3 +41,16 @@ def run(command: str, coro_fn: Callable[[], Awaitable[T]]) -> T:
         if type(exc).__module__.startswith("aiokafka"):
             raise fail(command, f"Kafka: {exc}") from None
         raise
+
+
+def require_existing_log(broker: str) -> None:
+    """Read-only commands must not create a log: opening a SQLite file that is not there would
+    create an empty one (the default URL is relative to the working directory), and the view
+    would show nothing instead of saying the log is missing. Raises LogError (see `run`)."""
+    from pathlib import Path
+
+    from streams.log import BrokerUrl, LogError
+
+    url = BrokerUrl.parse(broker)
+    if url.scheme == "sqlite" and not Path(url.location).exists():
+        raise LogError(f"no log at {Path(url.location).resolve()} ({broker}); nothing was written there: check --broker")

@@ -15,30 +15,54 @@ from typing import Any
 import typer
 
 from streams import settings as defaults
-from streams.cli.common import broker_option, fail, run
+from streams.cli.common import broker_option, fail, require_existing_log, run
+from streams.cli.publishing import publish
+from streams.cli.refs import NAMESPACE_HELP, split_ref
+from streams.cli.waiting import timeout_option, wait_option
 from streams.log.envelope import CLI_SOURCE
+
+DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _files(command: str, path: str) -> list[Path]:
+    """A file, or, like kubectl's -f DIR, every *.yaml, *.yml and *.json under a directory."""
+    p = Path(path)
+    if p.is_dir():
+        return sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in DOCUMENT_SUFFIXES)
+    return [p]
 
 
 def _documents(command: str, path: str) -> list[Any]:
     from streams.log.event_files import load_yaml_documents
 
+    out: list[Any] = []
+    sources: list[tuple[str, str]] = []
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+        if path == "-":
+            sources.append(("-", sys.stdin.read()))
+        else:
+            sources.extend((str(f), f.read_text()) for f in _files(command, path))
     except OSError as exc:
         raise fail(command, f"cannot read {path}: {exc.strerror or exc}", 2) from None
-    try:
-        docs = load_yaml_documents(text)  # JSON is YAML too
-    except Exception as exc:
-        raise fail(command, f"{path} is not valid YAML: {exc}", 2) from None
-    out: list[Any] = []
-    for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
-            out.extend(doc["items"])
-        else:
-            out.append(doc)
-    for i, doc in enumerate(out):
-        if not isinstance(doc, dict):
-            raise fail(command, f"{path}: document {i + 1} is not an object", 2)
+    for name, text in sources:
+        try:
+            docs = load_yaml_documents(text)  # JSON is YAML too
+        except Exception as exc:
+            raise fail(command, f"{name} is not valid YAML: {exc}", 2) from None
+        found: list[Any] = []
+        for doc in docs:
+            if doc is None:  # an empty document between two ---
+                continue
+            if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+                found.extend(doc["items"])
+            else:
+                found.append(doc)
+        for i, doc in enumerate(found):
+            if not isinstance(doc, dict):
+                raise fail(command, f"{name}: document {i + 1} is not an object", 2)
+        out.extend(found)
+    if not out:
+        raise fail(command, f"no objects in {'standard input' if path == '-' else path}", 2)
     return out
 
 
@@ -49,17 +73,26 @@ def _describe(obj: dict[str, Any]) -> str:
     return f"{str(obj.get('kind', '?')).lower()}/{ns + '/' if ns else ''}{name}"
 
 
+def _workload_name(workload: dict[str, Any]) -> str:
+    meta = workload.get("metadata") or {}
+    return f"workload/{meta.get('namespace') or 'default'}/{meta.get('name', '?')}"
+
+
+# Kinds whose objects live in a namespace (the rest are cluster-scoped, as in Kueue).
+NAMESPACED_KINDS = frozenset({"Workload", "LocalQueue"})
+
+
 def register(app: typer.Typer) -> None:
     """Add the log commands to the `quotaflow` typer app."""
 
     @app.command()
     def apply(
-        file: str = typer.Option(..., "-f", "--filename", help="Kueue objects as YAML or JSON (multi-document; - for stdin)"),
+        file: str = typer.Option(..., "-f", "--filename", help="Kueue objects as YAML or JSON (multi-document; a directory: its *.yaml, *.yml, *.json; - for stdin)"),
         broker: str = broker_option(),
+        wait: bool | None = wait_option(),
+        timeout: float = timeout_option(),
     ) -> None:
         """Apply Kueue configuration objects (ResourceFlavor, ClusterQueue, LocalQueue, ...)."""
-        from streams.client import Client
-
         docs = _documents("apply", file)
         for doc in docs:
             if doc.get("kind") == "Workload":
@@ -67,69 +100,67 @@ def register(app: typer.Typer) -> None:
             if "kind" not in doc:
                 raise fail("apply", f"{file}: a document has no kind", 2)
 
-        async def go() -> list[int]:
-            async with Client(broker, source=CLI_SOURCE) as qf:
-                return await qf.publish_many({"type": "ConfigApplied", "object": d} for d in docs)
-
-        for doc, offset in zip(docs, run("apply", go), strict=True):
-            typer.echo(f"{_describe(doc)} applied (offset {offset})")
+        events = [{"type": "ConfigApplied", "object": d} for d in docs]
+        publish("apply", broker, events, lambda e: f"{_describe(e['object'])} applied", wait=wait, timeout=timeout, config=True)
 
     @app.command()
     def submit(
         file: str = typer.Option(..., "-f", "--filename", help="Kueue Workload objects as YAML or JSON (- for stdin)"),
         broker: str = broker_option(),
+        wait: bool | None = wait_option(),
+        timeout: float = timeout_option(),
     ) -> None:
         """Submit workloads for admission."""
-        from streams.client import Client
-
         docs = _documents("submit", file)
         for doc in docs:
             if doc.get("kind", "Workload") != "Workload":
                 raise fail("submit", f"{_describe(doc)} is not a Workload (quotaflow apply -f for configuration)", 2)
 
-        async def go() -> list[int]:
-            async with Client(broker, source=CLI_SOURCE) as qf:
-                return await qf.publish_many({"type": "WorkloadSubmitted", "workload": d} for d in docs)
-
-        for doc, offset in zip(docs, run("submit", go), strict=True):
-            meta = doc.get("metadata") or {}
-            typer.echo(f"workload/{meta.get('namespace') or 'default'}/{meta.get('name', '?')} submitted (offset {offset})")
+        events = [{"type": "WorkloadSubmitted", "workload": d} for d in docs]
+        publish("submit", broker, events, lambda e: f"{_workload_name(e['workload'])} submitted", wait=wait, timeout=timeout)
 
     @app.command()
     def finish(
-        workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload, as namespace/name"),
+        workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload, as NS/NAME or NAME with -n"),
+        namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
         broker: str = broker_option(),
+        wait: bool | None = wait_option(),
+        timeout: float = timeout_option(),
     ) -> None:
         """Report that a workload completed (its quota is released)."""
-        from streams.client import Client
-
-        ns, sep, name = workload.partition("/")
-        if not sep or not ns or not name:
-            raise fail("finish", f"expected NAMESPACE/NAME, got {workload!r}", 2)
-
-        async def go() -> int:
-            async with Client(broker, source=CLI_SOURCE) as qf:
-                return await qf.finish(ns, name)
-
-        typer.echo(f"workload/{ns}/{name} finished (offset {run('finish', go)})")
+        ns, name = split_ref("finish", workload, namespace)
+        events = [{"type": "WorkloadFinished", "namespace": ns, "name": name}]
+        publish("finish", broker, events, lambda e: f"workload/{ns}/{name} finished", wait=wait, timeout=timeout)
 
     @app.command()
     def delete(
         kind: str = typer.Argument(..., help="ClusterQueue, LocalQueue, ResourceFlavor, Cohort, ..., or Workload"),
-        name: str = typer.Argument(...),
+        name: str = typer.Argument(..., metavar="NAME", help="NAME, or NS/NAME for namespaced kinds"),
         namespace: str | None = typer.Option(None, "-n", "--namespace", help="for namespaced kinds"),
         broker: str = broker_option(),
+        wait: bool | None = wait_option(),
+        timeout: float = timeout_option(),
     ) -> None:
         """Delete a configuration object or a workload."""
-        from streams.client import Client, canonical_kind
+        from streams.client import canonical_kind
 
-        async def go() -> int:
-            async with Client(broker, source=CLI_SOURCE) as qf:
-                return await qf.delete(kind, name, namespace)
-
-        offset = run("delete", go)
-        where = f"{namespace}/" if namespace else ""
-        typer.echo(f"{canonical_kind(kind).lower()}/{where}{name} deleted (offset {offset})")
+        kind = canonical_kind(kind)
+        ns: str | None
+        if "/" in name or kind in NAMESPACED_KINDS:
+            ns, name = split_ref("delete", name, namespace, default="default" if kind in NAMESPACED_KINDS else None)
+        else:
+            ns = namespace
+        if kind == "Workload":
+            event: dict[str, Any] = {"type": "WorkloadDeleted", "namespace": ns, "name": name}
+        else:
+            event = {"type": "ConfigDeleted", "kind": kind, "name": name}
+            if ns is not None:
+                event["namespace"] = ns
+        where = f"{ns}/" if ns else ""
+        publish(
+            "delete", broker, [event], lambda e: f"{kind.lower()}/{where}{name} deleted",
+            wait=wait, timeout=timeout, config=kind != "Workload",
+        )
 
     @app.command()
     def watch(
@@ -139,15 +170,14 @@ def register(app: typer.Typer) -> None:
         follow: bool = typer.Option(True, "--follow/--no-follow", help="keep waiting for new decisions"),
     ) -> None:
         """Tail the decision log."""
-        from rich.console import Console
-
+        from streams.cli.render import decision_line, output_console
         from streams.client import Client
-        from streams.cli.render import decision_line
 
-        console = Console(highlight=False)
+        console = output_console()
         out = sys.stdout.buffer
 
         async def go() -> None:
+            require_existing_log(broker)
             async with Client(broker, source=CLI_SOURCE) as qf:
                 async for record, decision in qf.decision_records(start="end" if from_end else "beginning", follow=follow):
                     if json_lines:
@@ -209,7 +239,11 @@ def register(app: typer.Typer) -> None:
 
         from streams.agent import structured_logs as logs
         from streams.agent.loop import Agent, AgentConfig
-        from streams.agent.process import kafka_app, run_embedded_worker, run_kafka_worker
+        from streams.agent.process import (
+            kafka_app,
+            run_embedded_worker,
+            run_kafka_worker,
+        )
         from streams.log import BrokerUrl, LogError, Topics, open_log
 
         if log_level.lower() not in logs.LEVELS:

@@ -9,10 +9,13 @@ import typer
 
 from domain.decisions import encode
 from domain.engine import Engine
-from streams.cli.import_commands import import_app
-from streams.cli.log_commands import register as register_log_commands
-from streams.cli.view_commands import register as register_view_commands
 from streams.cli.export_command import register as register_export_command
+from streams.cli.import_commands import import_app
+from streams.cli.list_commands import register as register_list_commands
+from streams.cli.log_commands import register as register_log_commands
+from streams.cli.stop_commands import register as register_stop_commands
+from streams.cli.view_commands import register as register_view_commands
+from streams.cli.workload_commands import register as register_workload_commands
 from streams.log.event_files import EventFileError, read_events
 
 app = typer.Typer(
@@ -23,12 +26,28 @@ app = typer.Typer(
 )
 app.add_typer(import_app, name="import")
 register_log_commands(app)
+register_workload_commands(app)
+register_stop_commands(app)
+register_list_commands(app)
 register_view_commands(app)
 register_export_command(app)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"quotaflow {version('quotaflow')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            typer.echo("quotaflow (not installed)")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version and exit"),
+) -> None:
     """Kueue's quota and admission model as an event-sourced stream processor on Apache Kafka."""
 
 

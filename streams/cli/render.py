@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -34,6 +34,16 @@ from domain.decisions import (
 )
 from domain.quantity import QuantityError, amount, format_amount
 from projections.fold import FR, Projection
+
+def output_console() -> Console:
+    """The console for stdout: a terminal's width on a terminal; piped, lines are never cut or
+    wrapped, so `grep` and `awk` see whole records."""
+    import sys
+
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, width=100_000, soft_wrap=True)
+
 
 STYLES = {
     "Admitted": "bold green",
@@ -311,6 +321,13 @@ def history_table(entries: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _pairs(mapping: Any) -> str:
+    """{'cpu': '100m', 'memory': '1Gi'} as `cpu=100m memory=1Gi`, as kubectl shows requests."""
+    if isinstance(mapping, Mapping):
+        return " ".join(f"{k}={v}" for k, v in mapping.items())
+    return str(mapping)
+
+
 def explain_renderables(result: dict[str, Any]) -> list[Any]:
     out: list[Any] = []
     state = result.get("state") or {}
@@ -349,7 +366,7 @@ def explain_renderables(result: dict[str, Any]) -> list[Any]:
         for ps in why.get("podSets", []):
             tried = "; ".join(f"{res}: {' → '.join(fl)}" for res, fl in ps["flavorsTried"].items())
             modes = ", ".join(f"{res}: {m}" for res, m in ps["modes"].items())
-            out.append(Text(f"  pod set {ps['name']} ×{ps['count']} requests {ps['requests']} — flavors tried {tried}"
+            out.append(Text(f"  pod set {ps['name']} ×{ps['count']} requests {_pairs(ps['requests'])} — flavors tried {tried}"
                             + (f" — modes {modes}" if modes else "")))
         if why.get("quota"):
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", title="quota", title_justify="left")

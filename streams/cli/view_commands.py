@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from streams import settings as defaults
-from streams.cli.common import broker_option, fail, run
+from streams.cli.common import broker_option, fail, require_existing_log, run
 
 
 def _as_of() -> Any:
@@ -31,6 +31,7 @@ def _json_flag() -> Any:
 async def _open(broker: str) -> tuple[Any, Any]:
     from streams.log import Topics, open_log
 
+    require_existing_log(broker)
     settings = defaults.Settings.from_env()
     log = open_log(broker, settings)
     await log.start()
@@ -64,11 +65,10 @@ def register(app: typer.Typer) -> None:
         usage: bool = typer.Option(True, "--usage/--no-usage", help="usage bars per flavor and resource"),
     ) -> None:
         """ClusterQueues like `kubectl get clusterqueues -o wide`, with usage bars."""
-        from rich.console import Console
 
         from projections import views
         from projections.follower import rebuild
-        from streams.cli.render import status_table, usage_table
+        from streams.cli.render import output_console, status_table, usage_table
 
         async def go() -> tuple[Any, int]:
             log, topics = await _open(broker)
@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             _print_json({"items": views.cluster_queues(proj), "asOf": views.as_of(proj, undecided)})
             return
-        console = Console()
+        console = output_console()
         console.print(status_table(proj))
         if usage and proj.cluster_queues:
             console.print()
@@ -100,15 +100,15 @@ def register(app: typer.Typer) -> None:
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
         offset: int = typer.Option(0, min=0, help="first position to show"),
-        limit: int = typer.Option(1000, min=1, help="how many to show"),
+        limit: int = typer.Option(1000, min=1, help="how many to show (Kueue's visibility API allows at most 4000)"),
+        show_all: bool = typer.Option(False, "--all", help="every pending workload, however many"),
         json_out: bool = _json_flag(),
     ) -> None:
         """Pending workloads with their positions, as Kueue's visibility API gives them."""
-        from rich.console import Console
 
         from projections import views
         from projections.follower import rebuild
-        from streams.cli.render import pending_table
+        from streams.cli.render import output_console, pending_table
 
         async def go() -> Any:
             log, topics = await _open(broker)
@@ -119,13 +119,33 @@ def register(app: typer.Typer) -> None:
 
         proj = run("pending", go)
         ns, sep, name = queue.partition("/")
-        summary = views.pending_in_local_queue(proj, ns, name, offset, limit) if sep else views.pending_in_cluster_queue(proj, queue, offset, limit)
+
+        def page(first: int, count: int) -> dict[str, Any] | None:
+            if sep:
+                return views.pending_in_local_queue(proj, ns, name, first, count)
+            return views.pending_in_cluster_queue(proj, queue, first, count)
+
+        summary = page(offset, views.MAX_PENDING_LIMIT if show_all else limit)
         if summary is None:
             raise fail("pending", f"{'LocalQueue' if sep else 'ClusterQueue'} {queue} not found")
+        # The API caps a page; --all keeps asking for the next one until a page comes back short.
+        while show_all and summary["items"] and len(summary["items"]) % views.MAX_PENDING_LIMIT == 0:
+            more = page(offset + len(summary["items"]), views.MAX_PENDING_LIMIT) or {"items": []}
+            if not more["items"]:
+                break
+            summary["items"].extend(more["items"])
+        total = len(proj.lq_pending.get((ns, name)) or ()) if sep else len(proj.cluster_queues[queue].pending)
+        page_end = offset + min(limit, views.MAX_PENDING_LIMIT)
+        if not show_all and page_end < total:
+            typer.echo(
+                f"quotaflow pending: showing positions {offset}..{page_end - 1} of {total} pending workloads; "
+                f"--offset {page_end} or --all for the rest",
+                err=True,
+            )
         if json_out:
             _print_json(summary)
         else:
-            Console().print(pending_table(summary))
+            output_console().print(pending_table(summary))
 
     @app.command()
     def history(
@@ -135,12 +155,11 @@ def register(app: typer.Typer) -> None:
         json_out: bool = _json_flag(),
     ) -> None:
         """Every decision about a workload, with the input event that caused each."""
-        from rich.console import Console
 
         from projections import views
         from projections.explain import focus_history
         from projections.follower import rebuild
-        from streams.cli.render import history_table
+        from streams.cli.render import history_table, output_console
 
         key = _workload_key("history", workload)
 
@@ -159,7 +178,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             _print_json({"workload": key, "state": state, "history": entries, "asOf": views.as_of(proj)})
         else:
-            console = Console()
+            console = output_console()
             console.print(history_table(entries))
             if state is not None:
                 console.print(f"now: {state['phase']}", style="bold")
@@ -172,10 +191,9 @@ def register(app: typer.Typer) -> None:
         json_out: bool = _json_flag(),
     ) -> None:
         """A workload's history and, if it is pending, why: flavors tried, what is short, who holds it."""
-        from rich.console import Console
 
         from projections.explain import explain as run_explain
-        from streams.cli.render import explain_renderables
+        from streams.cli.render import explain_renderables, output_console
 
         key = _workload_key("explain", workload)
 
@@ -192,7 +210,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             _print_json(result)
         else:
-            console = Console()
+            console = output_console()
             for renderable in explain_renderables(result):
                 console.print(renderable)
 

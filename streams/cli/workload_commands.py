@@ -1,0 +1,64 @@
+"""`quotaflow` commands that report what happened to a workload outside the engine: its evicted
+pods are gone (`release`), an admission check controller's verdict (`check`)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import typer
+
+from streams.cli.common import broker_option
+from streams.cli.publishing import publish
+from streams.cli.refs import NAMESPACE_HELP, split_ref
+from streams.cli.waiting import timeout_option, wait_option
+
+
+class CheckState(str, Enum):
+    Pending = "Pending"
+    Ready = "Ready"
+    Retry = "Retry"
+    Rejected = "Rejected"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the workload commands to the `quotaflow` typer app."""
+
+    @app.command()
+    def release(
+        workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload, as NS/NAME or NAME with -n"),
+        namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
+        broker: str = broker_option(),
+        wait: bool | None = wait_option(),
+        timeout: float = timeout_option(),
+    ) -> None:
+        """Report that an evicted or preempted workload's pods are gone (WorkloadReleased)."""
+        ns, name = split_ref("release", workload, namespace)
+        events = [{"type": "WorkloadReleased", "namespace": ns, "name": name}]
+        publish("release", broker, events, lambda e: f"workload/{ns}/{name} released", wait=wait, timeout=timeout)
+
+    @app.command()
+    def check(
+        workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload, as NS/NAME or NAME with -n"),
+        check_name: str = typer.Argument(..., metavar="CHECK", help="the AdmissionCheck's name"),
+        state: CheckState = typer.Argument(..., metavar="STATE", help="Pending, Ready, Retry or Rejected"),
+        message: str | None = typer.Option(None, "--message", "-m", help="the controller's message"),
+        namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
+        broker: str = broker_option(),
+        wait: bool | None = wait_option(),
+        timeout: float = timeout_option(),
+    ) -> None:
+        """Report an admission check's state for a workload (AdmissionCheckStateChanged)."""
+        ns, name = split_ref("check", workload, namespace)
+        event = {
+            "type": "AdmissionCheckStateChanged",
+            "namespace": ns,
+            "name": name,
+            "check": check_name,
+            "state": state.value,
+        }
+        if message is not None:
+            event["message"] = message
+        publish(
+            "check", broker, [event], lambda e: f"workload/{ns}/{name} check {check_name} {state.value}",
+            wait=wait, timeout=timeout,
+        )
