@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from streams.cli.common import broker_option, fail, run
+from streams.cli.common import broker_option, fail, require_existing_log, run
 
 
 def register(app: typer.Typer) -> None:
@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
         topics = Topics.from_settings(settings)
 
         async def go() -> int:
+            require_existing_log(broker)
             log = open_log(broker, settings)
             await log.start()
             out = open(output, "wb") if output else sys.stdout.buffer  # noqa: SIM115 - closed below
