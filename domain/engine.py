@@ -33,6 +33,7 @@ from domain.lifecycle import (
     wake_queue,
     wake_tree,
 )
+from domain.limits import batch_error, record_error, value_error
 from domain.objects import (
     HOLD_AND_DRAIN,
     STOP_NONE,
@@ -106,6 +107,10 @@ class Engine:
 
     def apply(self, event: bytes | str | Mapping[str, Any] | Unparseable, offset: int) -> list[Decision]:
         out = Emitter(offset)
+        too_big = _limit_error(event)
+        if too_big is not None:
+            out.emit(Rejected, reason=reasons.LIMIT_EXCEEDED, message=f"record at offset {offset}: {too_big}")
+            return out.decisions
         state = self.state
         state.offset = offset
         deferred, state.deferred = state.deferred, {}
@@ -153,8 +158,8 @@ class Engine:
         event_id = batch.id
         if event_id is not None and event_id in state.seen_ids:
             return False
-        if batch.events is None:
-            return None
+        if batch.events is None or batch_error(len(batch.events)) is not None:
+            return None  # the general path rejects it
         batch_time: int | None = None
         if batch.time is not None:
             try:
@@ -281,7 +286,12 @@ class Engine:
             if etype == "Batch":
                 if not top_level:
                     raise InvalidInput(reasons.MALFORMED_EVENT, "a Batch cannot contain another Batch")
+                if raw.get("events") is None:
+                    raise InvalidInput(reasons.MALFORMED_EVENT, "events: required value")
                 events = Fields(raw, "", reasons.MALFORMED_EVENT).list("events")
+                too_many = batch_error(len(events))
+                if too_many is not None:
+                    raise InvalidInput(reasons.LIMIT_EXCEEDED, too_many)
                 if event_id is not None:
                     self.state.seen_ids.add(event_id)
                 batch_time = self._event_time
@@ -773,6 +783,16 @@ class Engine:
                 state, out, ws, reasons.ADMISSION_CHECK,
                 f"The workload is deactivated due to AdmissionCheck in Rejected state: {detail}",
             )
+
+
+def _limit_error(event: bytes | str | Mapping[str, Any] | Unparseable) -> str | None:
+    if type(event) is bytes:
+        return record_error(event)
+    if type(event) is str:
+        return record_error(event.encode("utf-8", "replace"))
+    if isinstance(event, Unparseable):
+        return None
+    return value_error(event)
 
 
 def config_key(obj: ConfigObject) -> str:

@@ -51,6 +51,8 @@ UNKNOWN_WORKLOAD: Final = "UnknownWorkload"
 IMMUTABLE_FIELD: Final = "ImmutableField"
 NOT_FOUND: Final = "NotFound"
 NOT_EVICTED: Final = "NotEvicted"
+# The record is over a size, depth or count limit (domain/limits.py); nothing in it was read.
+LIMIT_EXCEEDED: Final = "LimitExceeded"
 
 # --- Messages ------------------------------------------------------------------------------
 MSG_LQ_MISSING: Final = "LocalQueue {lq} doesn't exist"
