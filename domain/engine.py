@@ -8,6 +8,7 @@ point (`scheduler.schedule`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -15,7 +16,7 @@ import msgspec
 from mypy_extensions import mypyc_attr
 
 from domain import reasons
-from domain.decisions import Admitted, Decision, Deleted, Finished, Pending, Rejected
+from domain.decisions import INTERNAL_ERRORS, Admitted, Decision, Deleted, Finished, InternalError, Pending, Rejected
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput, type_name
 from domain.lifecycle import (
@@ -89,6 +90,8 @@ BATCH_SLOTS = 1 << 16
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")  # log positions inside one Batch event
 
 _json = msgspec.json.Decoder()
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_MAX_ERROR_TEXT = 1000
 
 
 class Unparseable(NamedTuple):
@@ -107,6 +110,27 @@ class Engine:
 
     def apply(self, event: bytes | str | Mapping[str, Any] | Unparseable, offset: int) -> list[Decision]:
         out = Emitter(offset)
+        try:
+            return self._apply(event, offset, out)
+        except Exception as exc:  # noqa: BLE001 - one bad record must not stop the log
+            return self._failed(exc, out)
+
+    def _failed(self, exc: Exception, out: Emitter) -> list[Decision]:
+        """An InternalError after the decisions the event made before it failed.
+
+        No undo: the state keeps what the event changed before the exception, and the decisions
+        kept say exactly that much, so the decision log still matches the state. The admission
+        cycle did not run for this event; the next event's does. A replay fails the same way
+        (the engine is deterministic), so the outcome is reproducible."""
+        self._wakes = None
+        INTERNAL_ERRORS.count += 1
+        text = _ADDRESS.sub("0x?", str(exc))  # object reprs carry memory addresses
+        if len(text) > _MAX_ERROR_TEXT:
+            text = text[:_MAX_ERROR_TEXT] + "..."
+        out.emit(InternalError, error=type(exc).__name__, message=text)
+        return out.decisions
+
+    def _apply(self, event: bytes | str | Mapping[str, Any] | Unparseable, offset: int, out: Emitter) -> list[Decision]:
         too_big = _limit_error(event)
         if too_big is not None:
             out.emit(Rejected, reason=reasons.LIMIT_EXCEEDED, message=f"record at offset {offset}: {too_big}")
