@@ -666,6 +666,7 @@ class Engine:
             if key in self.state.finished:
                 raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} already finished")
             raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} not found")
+        self._unevaluated(ws, out)
         # The finish itself first, then what it sets off (a lingering ClusterQueue going away).
         out.emit(Finished, key)
         self.state.finished[key] = None
@@ -682,8 +683,15 @@ class Engine:
             del self.state.finished[key]
             out.emit(Deleted, key)
             return
+        self._unevaluated(ws, out)
         out.emit(Deleted, key)
         self._forget(ws, out)
+
+    def _unevaluated(self, ws: WorkloadState, out: Emitter) -> None:
+        """A workload submitted earlier in the same Batch ends before the admission cycle (which
+        runs after the whole Batch) saw it: its submission still gets an outcome of its own."""
+        if ws.seq >= self.state.offset * BATCH_SLOTS and ws.key not in out.touched and ws.admission is None:
+            set_pending(self.state, out, ws, (reasons.PENDING_EVALUATION, reasons.MSG_NOT_EVALUATED))
 
     def _forget(self, ws: WorkloadState, out: Emitter) -> None:
         state = self.state

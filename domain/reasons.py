@@ -70,6 +70,7 @@ MSG_LQ_STOPPED: Final = "The LocalQueue is stopped"
 MSG_QUEUED_STRICT: Final = (
     "Workload is queued behind {head} in StrictFIFO ClusterQueue {cq}"
 )
+MSG_NOT_EVALUATED: Final = "The workload ended in its own Batch, before the admission cycle evaluated it"
 MSG_FAILED_CHECKS: Final = "The workload has failed admission checks"
 MSG_OVERLAPPING_TARGETS: Final = "Workload has overlapping preemption targets with another workload"
 MSG_DEFERRED_FIT: Final = (
