@@ -35,6 +35,7 @@ from domain.lifecycle import (
     wake_tree,
 )
 from domain.limits import batch_error, record_error, value_error
+from domain.names import label_problem, shown, subdomain_problem
 from domain.objects import (
     HOLD_AND_DRAIN,
     STOP_NONE,
@@ -48,6 +49,7 @@ from domain.objects import (
     NamespaceSpec,
     ResourceFlavor,
     WorkloadPriorityClass,
+    checked,
     object_key,
     parse_object,
 )
@@ -88,6 +90,7 @@ EVENT_TYPES = (
 )
 BATCH_SLOTS = 1 << 16
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")  # log positions inside one Batch event
+CONDITION_MESSAGE_MAX = 32768  # a Kubernetes condition's message
 
 _json = msgspec.json.Decoder()
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
@@ -327,14 +330,14 @@ class Engine:
             if handler is None:
                 raise InvalidInput(
                     reasons.UNKNOWN_EVENT_TYPE,
-                    f'unknown event type {etype!r}; expected one of {", ".join(EVENT_TYPES)}',
+                    f'unknown event type {shown(repr(etype))}; expected one of {", ".join(EVENT_TYPES)}',
                 )
             handler(self, raw, seq, out, submitted)
             if event_id is not None:
                 self.state.seen_ids.add(event_id)
             return True
         except InvalidInput as exc:
-            label = etype if isinstance(etype, str) else "event"
+            label = shown(etype) if isinstance(etype, str) else "event"
             out.emit(Rejected, _rejected_workload(raw), reason=exc.reason, message=f"{label}: {exc.message}")
             return False
 
@@ -550,6 +553,8 @@ class Engine:
         f = Fields(raw, "", reasons.MALFORMED_EVENT)
         kind = f.str("kind")
         name = f.str("name")
+        if kind != "Configuration":
+            checked(f, "name", name, label_problem(name) if kind == "Namespace" else subdomain_problem(name))
         state = self.state
         found = True
         if kind == "ClusterQueue":
@@ -591,7 +596,7 @@ class Engine:
             state.configuration = Configuration()
             wake_all(state)
         else:
-            raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{kind}"')
+            raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{shown(kind)}"')
         if not found:
             raise InvalidInput(reasons.NOT_FOUND, f'{kind} "{name}" not found')
         if kind == "LocalQueue":
@@ -654,7 +659,11 @@ class Engine:
 
     def _lookup(self, raw: Mapping[str, Any]) -> tuple[str, WorkloadState | None]:
         f = Fields(raw, "", reasons.MALFORMED_EVENT)
-        key = f"{f.str('namespace', 'default') or 'default'}/{f.str('name')}"
+        namespace = f.str("namespace", "default") or "default"
+        name = f.str("name")
+        checked(f, "namespace", namespace, label_problem(namespace))
+        checked(f, "name", name, subdomain_problem(name))
+        key = f"{namespace}/{name}"
         return key, self.state.workloads.get(key)
 
     def _workload_finished(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
@@ -788,8 +797,11 @@ class Engine:
             raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} not found")
         f = Fields(raw, "", reasons.MALFORMED_EVENT)
         check = f.str("check")
+        checked(f, "check", check, subdomain_problem(check))
         new_state = f.enum("state", CHECK_STATES, "Pending")
         message = f.str("message", "")
+        if len(message) > CONDITION_MESSAGE_MAX:
+            raise f.fail("message", f"Too long: may not be more than {CONDITION_MESSAGE_MAX} bytes")
         admission = ws.admission
         if admission is None or ws.evicted or check not in admission.checks:
             raise InvalidInput(
@@ -844,16 +856,24 @@ def config_key(obj: ConfigObject) -> str:
 
 
 def _rejected_workload(raw: Mapping[str, Any]) -> str | None:
+    """The workload a rejected event names, where its name is one Kubernetes would accept (an
+    invalid one is quoted, cut short, in the message instead)."""
     etype = raw.get("type")
+    ref: str | None = None
     if etype in ("WorkloadSubmitted", "WorkloadUpdated"):
         inner = raw.get("workload")
-        return workload_ref(inner) if isinstance(inner, Mapping) else None
-    if etype in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged"):
+        ref = workload_ref(inner) if isinstance(inner, Mapping) else None
+    elif etype in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged"):
         name = raw.get("name")
         ns = raw.get("namespace")
         if isinstance(name, str) and name:
-            return f"{ns if isinstance(ns, str) and ns else 'default'}/{name}"
-    return None
+            ref = f"{ns if isinstance(ns, str) and ns else 'default'}/{name}"
+    if ref is None:
+        return None
+    namespace, _, name = ref.partition("/")
+    if label_problem(namespace) is not None or subdomain_problem(name) is not None:
+        return None
+    return ref
 
 
 _HANDLERS = {
