@@ -17,6 +17,7 @@ from mypy_extensions import mypyc_attr
 
 from domain import reasons
 from domain.decisions import INTERNAL_ERRORS, Admitted, Decision, Deleted, Finished, InternalError, Pending, Rejected
+from domain.decisions import encode as encode_decision
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput, type_name
 from domain.lifecycle import (
@@ -34,7 +35,7 @@ from domain.lifecycle import (
     wake_queue,
     wake_tree,
 )
-from domain.limits import batch_error, record_error, value_error
+from domain.limits import MAX_DECISION_BYTES, batch_error, record_error, value_error
 from domain.names import label_problem, shown, subdomain_problem
 from domain.objects import (
     HOLD_AND_DRAIN,
@@ -106,17 +107,40 @@ class Unparseable(NamedTuple):
 # Benchmarks and tests wrap it in subclasses; compiled by mypyc, a class must allow that.
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Engine:
-    def __init__(self) -> None:
+    def __init__(self, max_decision_bytes: int = MAX_DECISION_BYTES) -> None:
         self.state = State()
+        self.max_decision_bytes = max_decision_bytes
         self._event_time: int | None = None  # `time` of the event being applied, if it has one
         self._wakes: DeferredWakes | None = None  # while a Batch's typed events are applied
 
     def apply(self, event: bytes | str | Mapping[str, Any] | Unparseable, offset: int) -> list[Decision]:
         out = Emitter(offset)
         try:
-            return self._apply(event, offset, out)
+            made = self._apply(event, offset, out)
         except Exception as exc:  # noqa: BLE001 - one bad record must not stop the log
-            return self._failed(exc, out)
+            made = self._failed(exc, out)
+        return self._bounded(made)
+
+    def _bounded(self, made: list[Decision]) -> list[Decision]:
+        """Each decision within `max_decision_bytes` encoded (the decision log's message limit),
+        or in its place a Rejected of the same cause saying how large it would have been.
+
+        Names and record sizes are bounded where they are read, so this is the last guard, for
+        text built from many parts (a message quoting much configuration, say). It measures
+        the very bytes the decision log would carry, so it is as deterministic as they are."""
+        limit = self.max_decision_bytes
+        for i, decision in enumerate(made):
+            size = len(encode_decision(decision))
+            if size > limit:
+                made[i] = Rejected(
+                    cause=decision.cause,
+                    reason=reasons.LIMIT_EXCEEDED,
+                    message=(
+                        f"its {type(decision).__name__} decision would be {size} bytes, over the limit of "
+                        f"{limit} bytes; the event was applied"
+                    ),
+                )
+        return made
 
     def _failed(self, exc: Exception, out: Emitter) -> list[Decision]:
         """An InternalError after the decisions the event made before it failed.

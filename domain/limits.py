@@ -17,6 +17,9 @@ from typing import Any, Final
 
 # Kafka's default message.max.bytes is 1 MiB plus a little framing.
 MAX_RECORD_BYTES: Final = 1024 * 1024
+# One encoded decision: just under Kafka's default 1 MiB message limit, which also counts the
+# record's framing and headers.
+MAX_DECISION_BYTES: Final = 1_000_000
 # Nesting of arrays and objects; a Workload with pod templates needs about 20.
 MAX_DEPTH: Final = 64
 # Inner events of one Batch.
@@ -79,4 +82,4 @@ def batch_error(count: int) -> str | None:
     return None
 
 
-__all__ = ["MAX_BATCH_EVENTS", "MAX_DEPTH", "MAX_RECORD_BYTES", "MAX_VALUES", "batch_error", "record_error", "value_error"]
+__all__ = ["MAX_BATCH_EVENTS", "MAX_DECISION_BYTES", "MAX_DEPTH", "MAX_RECORD_BYTES", "MAX_VALUES", "batch_error", "record_error", "value_error"]
