@@ -35,23 +35,30 @@ _INNERMOST = re.compile(rb"\[\]|\{\}")
 _NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
 
 
+_TOO_DEEP: Final = f"record nests arrays and objects more than {MAX_DEPTH} deep"
+
+
 def record_error(data: bytes) -> str | None:
-    """Why the raw record `data` is refused, or None. Linear in its size, never recursive."""
+    """Why the raw record `data` is refused, or None. At most MAX_DEPTH + 1 passes of C-level
+    scans over it, never recursive."""
     if len(data) > MAX_RECORD_BYTES:
         return f"record is {len(data)} bytes, over the limit of {MAX_RECORD_BYTES} bytes"
     if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
         return None  # cannot nest deeper than the brackets it has
     brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
-    for _ in range(MAX_DEPTH):
+    peeled_levels = 0
+    while brackets:
         peeled = _INNERMOST.sub(b"", brackets)
         if len(peeled) == len(brackets):
-            return None  # unbalanced: the JSON decoder says why
+            # Unbalanced: invalid JSON, but the decoder still recurses into the brackets it opens
+            # before it notices, so those count as nesting too.
+            opened = brackets.count(b"[") + brackets.count(b"{")
+            return None if peeled_levels + opened <= MAX_DEPTH else _TOO_DEEP
+        peeled_levels += 1
+        if peeled_levels > MAX_DEPTH:
+            return _TOO_DEEP
         brackets = peeled
-        if not brackets:
-            return None
-    if _INNERMOST.search(brackets) is None:
-        return None  # unbalanced leftovers, not nesting
-    return f"record nests arrays and objects more than {MAX_DEPTH} deep"
+    return None
 
 
 def value_error(value: object) -> str | None:
