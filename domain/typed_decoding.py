@@ -51,7 +51,11 @@ def _pod_sets(raw: msgspec.Raw) -> tuple[tuple[PodSet, ...], str | None]:
     key = bytes(raw)
     cached = _POD_SETS.get(key)
     if cached is None:
-        items = _decode_any(key) if key else None
+        try:
+            # A number out of range (1e400) fails here, not when the envelope was decoded.
+            items = _decode_any(key) if key else None
+        except msgspec.DecodeError:
+            raise NotTyped from None
         try:
             pod_sets = pod_sets_of(Fields({"podSets": items}, "workload.spec", reasons.INVALID_WORKLOAD))
         except InvalidInput:
