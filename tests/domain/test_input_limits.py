@@ -47,7 +47,10 @@ def test_depth_at_the_limit_is_read_and_brackets_in_strings_do_not_count() -> No
     assert limits.record_error(at_limit) is None
     assert limits.record_error(b"[" + at_limit + b"]") is not None
     assert limits.record_error(b'{"s":"' + b"[" * 500 + b'\\"{{{"}') is None
-    assert limits.record_error(b"[" * 500) is None  # unbalanced: the decoder says why
+    assert limits.record_error(b"[" * 60 + b"}") is None  # unbalanced: the decoder says why
+    # ... unless what it leaves open would still make the decoder recurse too deep
+    assert limits.record_error(b"[" * 2000) is not None
+    assert limits.record_error(b"[" * 1000 + at_limit) is not None
 
 
 def test_oversized_record_is_rejected() -> None:
@@ -66,6 +69,16 @@ def test_batch_over_the_event_limit_is_rejected() -> None:
 
 @pytest.mark.parametrize("record", [b'{"type":"Batch"}', b'{"type":"Batch","events":null}', b'{"type":"Batch","events":3}'])
 def test_batch_without_events_is_rejected(record: bytes) -> None:
+    decisions = Engine().apply(record, 0)
+    assert len(decisions) == 1 and isinstance(decisions[0], Rejected)
+    assert decisions[0].reason == reasons.MALFORMED_EVENT
+
+
+def test_a_number_out_of_range_in_pod_sets_is_rejected() -> None:
+    record = (
+        b'{"type":"WorkloadSubmitted","workload":{"metadata":{"name":"w"},"spec":{"queueName":"lq",'
+        b'"podSets":[{"name":"main","count":1,"requests":{"cpu":1e400}}]}}}'
+    )
     decisions = Engine().apply(record, 0)
     assert len(decisions) == 1 and isinstance(decisions[0], Rejected)
     assert decisions[0].reason == reasons.MALFORMED_EVENT
