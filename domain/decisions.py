@@ -76,8 +76,37 @@ class Rejected(Decision, tag="Rejected", frozen=True, kw_only=True):
     message: str
 
 
+class InternalError(Decision, tag="InternalError", frozen=True, kw_only=True):
+    """The engine failed on its cause: a bug in quotaflow, not bad input (that is `Rejected`).
+    `error` is the exception's type, `message` its text."""
+
+    error: str
+    message: str
+
+
+class Tally:
+    """How many InternalError decisions this process has made: the test suite fails any test
+    that makes one (tests/conftest.py). Nothing in the engine reads it."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+INTERNAL_ERRORS = Tally()
+
 AnyDecision = (
-    Admitted | QuotaReserved | Pending | Preempted | Evicted | QuotaReleased | Finished | Deleted | Rejected
+    Admitted
+    | QuotaReserved
+    | Pending
+    | Preempted
+    | Evicted
+    | QuotaReleased
+    | Finished
+    | Deleted
+    | Rejected
+    | InternalError
 )
 
 _encoder = msgspec.json.Encoder()

@@ -8,6 +8,7 @@ point (`scheduler.schedule`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -15,7 +16,8 @@ import msgspec
 from mypy_extensions import mypyc_attr
 
 from domain import reasons
-from domain.decisions import Admitted, Decision, Deleted, Finished, Pending, Rejected
+from domain.decisions import INTERNAL_ERRORS, Admitted, Decision, Deleted, Finished, InternalError, Pending, Rejected
+from domain.decisions import encode as encode_decision
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput, type_name
 from domain.lifecycle import (
@@ -33,6 +35,8 @@ from domain.lifecycle import (
     wake_queue,
     wake_tree,
 )
+from domain.limits import MAX_DECISION_BYTES, batch_error, record_error, value_error
+from domain.names import label_problem, shown, subdomain_problem
 from domain.objects import (
     HOLD_AND_DRAIN,
     STOP_NONE,
@@ -46,6 +50,7 @@ from domain.objects import (
     NamespaceSpec,
     ResourceFlavor,
     WorkloadPriorityClass,
+    checked,
     object_key,
     parse_object,
 )
@@ -86,8 +91,11 @@ EVENT_TYPES = (
 )
 BATCH_SLOTS = 1 << 16
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")  # log positions inside one Batch event
+CONDITION_MESSAGE_MAX = 32768  # a Kubernetes condition's message
 
 _json = msgspec.json.Decoder()
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_MAX_ERROR_TEXT = 1000
 
 
 class Unparseable(NamedTuple):
@@ -99,13 +107,61 @@ class Unparseable(NamedTuple):
 # Benchmarks and tests wrap it in subclasses; compiled by mypyc, a class must allow that.
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Engine:
-    def __init__(self) -> None:
+    def __init__(self, max_decision_bytes: int = MAX_DECISION_BYTES) -> None:
         self.state = State()
+        self.max_decision_bytes = max_decision_bytes
         self._event_time: int | None = None  # `time` of the event being applied, if it has one
         self._wakes: DeferredWakes | None = None  # while a Batch's typed events are applied
 
     def apply(self, event: bytes | str | Mapping[str, Any] | Unparseable, offset: int) -> list[Decision]:
         out = Emitter(offset)
+        try:
+            made = self._apply(event, offset, out)
+        except Exception as exc:  # noqa: BLE001 - one bad record must not stop the log
+            made = self._failed(exc, out)
+        return self._bounded(made)
+
+    def _bounded(self, made: list[Decision]) -> list[Decision]:
+        """Each decision within `max_decision_bytes` encoded (the decision log's message limit),
+        or in its place a Rejected of the same cause saying how large it would have been.
+
+        Names and record sizes are bounded where they are read, so this is the last guard, for
+        text built from many parts (a message quoting much configuration, say). It measures
+        the very bytes the decision log would carry, so it is as deterministic as they are."""
+        limit = self.max_decision_bytes
+        for i, decision in enumerate(made):
+            size = len(encode_decision(decision))
+            if size > limit:
+                made[i] = Rejected(
+                    cause=decision.cause,
+                    reason=reasons.LIMIT_EXCEEDED,
+                    message=(
+                        f"its {type(decision).__name__} decision would be {size} bytes, over the limit of "
+                        f"{limit} bytes; the event was applied"
+                    ),
+                )
+        return made
+
+    def _failed(self, exc: Exception, out: Emitter) -> list[Decision]:
+        """An InternalError after the decisions the event made before it failed.
+
+        No undo: the state keeps what the event changed before the exception, and the decisions
+        kept say exactly that much, so the decision log still matches the state. The admission
+        cycle did not run for this event; the next event's does. A replay fails the same way
+        (the engine is deterministic), so the outcome is reproducible."""
+        self._wakes = None
+        INTERNAL_ERRORS.count += 1
+        text = _ADDRESS.sub("0x?", str(exc))  # object reprs carry memory addresses
+        if len(text) > _MAX_ERROR_TEXT:
+            text = text[:_MAX_ERROR_TEXT] + "..."
+        out.emit(InternalError, error=type(exc).__name__, message=text)
+        return out.decisions
+
+    def _apply(self, event: bytes | str | Mapping[str, Any] | Unparseable, offset: int, out: Emitter) -> list[Decision]:
+        too_big = _limit_error(event)
+        if too_big is not None:
+            out.emit(Rejected, reason=reasons.LIMIT_EXCEEDED, message=f"record at offset {offset}: {too_big}")
+            return out.decisions
         state = self.state
         state.offset = offset
         deferred, state.deferred = state.deferred, {}
@@ -153,8 +209,8 @@ class Engine:
         event_id = batch.id
         if event_id is not None and event_id in state.seen_ids:
             return False
-        if batch.events is None:
-            return None
+        if batch.events is None or batch_error(len(batch.events)) is not None:
+            return None  # the general path rejects it
         batch_time: int | None = None
         if batch.time is not None:
             try:
@@ -281,7 +337,12 @@ class Engine:
             if etype == "Batch":
                 if not top_level:
                     raise InvalidInput(reasons.MALFORMED_EVENT, "a Batch cannot contain another Batch")
+                if raw.get("events") is None:
+                    raise InvalidInput(reasons.MALFORMED_EVENT, "events: required value")
                 events = Fields(raw, "", reasons.MALFORMED_EVENT).list("events")
+                too_many = batch_error(len(events))
+                if too_many is not None:
+                    raise InvalidInput(reasons.LIMIT_EXCEEDED, too_many)
                 if event_id is not None:
                     self.state.seen_ids.add(event_id)
                 batch_time = self._event_time
@@ -293,14 +354,14 @@ class Engine:
             if handler is None:
                 raise InvalidInput(
                     reasons.UNKNOWN_EVENT_TYPE,
-                    f'unknown event type {etype!r}; expected one of {", ".join(EVENT_TYPES)}',
+                    f'unknown event type {shown(repr(etype))}; expected one of {", ".join(EVENT_TYPES)}',
                 )
             handler(self, raw, seq, out, submitted)
             if event_id is not None:
                 self.state.seen_ids.add(event_id)
             return True
         except InvalidInput as exc:
-            label = etype if isinstance(etype, str) else "event"
+            label = shown(etype) if isinstance(etype, str) else "event"
             out.emit(Rejected, _rejected_workload(raw), reason=exc.reason, message=f"{label}: {exc.message}")
             return False
 
@@ -516,6 +577,8 @@ class Engine:
         f = Fields(raw, "", reasons.MALFORMED_EVENT)
         kind = f.str("kind")
         name = f.str("name")
+        if kind != "Configuration":
+            checked(f, "name", name, label_problem(name) if kind == "Namespace" else subdomain_problem(name))
         state = self.state
         found = True
         if kind == "ClusterQueue":
@@ -557,7 +620,7 @@ class Engine:
             state.configuration = Configuration()
             wake_all(state)
         else:
-            raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{kind}"')
+            raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{shown(kind)}"')
         if not found:
             raise InvalidInput(reasons.NOT_FOUND, f'{kind} "{name}" not found')
         if kind == "LocalQueue":
@@ -620,7 +683,11 @@ class Engine:
 
     def _lookup(self, raw: Mapping[str, Any]) -> tuple[str, WorkloadState | None]:
         f = Fields(raw, "", reasons.MALFORMED_EVENT)
-        key = f"{f.str('namespace', 'default') or 'default'}/{f.str('name')}"
+        namespace = f.str("namespace", "default") or "default"
+        name = f.str("name")
+        checked(f, "namespace", namespace, label_problem(namespace))
+        checked(f, "name", name, subdomain_problem(name))
+        key = f"{namespace}/{name}"
         return key, self.state.workloads.get(key)
 
     def _workload_finished(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
@@ -632,6 +699,7 @@ class Engine:
             if key in self.state.finished:
                 raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} already finished")
             raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} not found")
+        self._unevaluated(ws, out)
         # The finish itself first, then what it sets off (a lingering ClusterQueue going away).
         out.emit(Finished, key)
         self.state.finished[key] = None
@@ -648,8 +716,15 @@ class Engine:
             del self.state.finished[key]
             out.emit(Deleted, key)
             return
+        self._unevaluated(ws, out)
         out.emit(Deleted, key)
         self._forget(ws, out)
+
+    def _unevaluated(self, ws: WorkloadState, out: Emitter) -> None:
+        """A workload submitted earlier in the same Batch ends before the admission cycle (which
+        runs after the whole Batch) saw it: its submission still gets an outcome of its own."""
+        if ws.seq >= self.state.offset * BATCH_SLOTS and ws.key not in out.touched and ws.admission is None:
+            set_pending(self.state, out, ws, (reasons.PENDING_EVALUATION, reasons.MSG_NOT_EVALUATED))
 
     def _forget(self, ws: WorkloadState, out: Emitter) -> None:
         state = self.state
@@ -746,8 +821,11 @@ class Engine:
             raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {key} not found")
         f = Fields(raw, "", reasons.MALFORMED_EVENT)
         check = f.str("check")
+        checked(f, "check", check, subdomain_problem(check))
         new_state = f.enum("state", CHECK_STATES, "Pending")
         message = f.str("message", "")
+        if len(message) > CONDITION_MESSAGE_MAX:
+            raise f.fail("message", f"Too long: may not be more than {CONDITION_MESSAGE_MAX} bytes")
         admission = ws.admission
         if admission is None or ws.evicted or check not in admission.checks:
             raise InvalidInput(
@@ -775,6 +853,16 @@ class Engine:
             )
 
 
+def _limit_error(event: bytes | str | Mapping[str, Any] | Unparseable) -> str | None:
+    if type(event) is bytes:
+        return record_error(event)
+    if type(event) is str:
+        return record_error(event.encode("utf-8", "replace"))
+    if isinstance(event, Unparseable):
+        return None
+    return value_error(event)
+
+
 def config_key(obj: ConfigObject) -> str:
     if isinstance(obj, Configuration):
         return "Configuration"
@@ -792,16 +880,24 @@ def config_key(obj: ConfigObject) -> str:
 
 
 def _rejected_workload(raw: Mapping[str, Any]) -> str | None:
+    """The workload a rejected event names, where its name is one Kubernetes would accept (an
+    invalid one is quoted, cut short, in the message instead)."""
     etype = raw.get("type")
+    ref: str | None = None
     if etype in ("WorkloadSubmitted", "WorkloadUpdated"):
         inner = raw.get("workload")
-        return workload_ref(inner) if isinstance(inner, Mapping) else None
-    if etype in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged"):
+        ref = workload_ref(inner) if isinstance(inner, Mapping) else None
+    elif etype in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged"):
         name = raw.get("name")
         ns = raw.get("namespace")
         if isinstance(name, str) and name:
-            return f"{ns if isinstance(ns, str) and ns else 'default'}/{name}"
-    return None
+            ref = f"{ns if isinstance(ns, str) and ns else 'default'}/{name}"
+    if ref is None:
+        return None
+    namespace, _, name = ref.partition("/")
+    if label_problem(namespace) is not None or subdomain_problem(name) is not None:
+        return None
+    return ref
 
 
 _HANDLERS = {

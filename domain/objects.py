@@ -13,6 +13,7 @@ from typing import Any
 
 from domain import reasons
 from domain.fields import Fields, InvalidInput
+from domain.names import invalid, label_problem, labels_message, shown, subdomain_problem
 from domain.quantity import QuantityError, amount
 from domain.quota import FR, fr_key
 from domain.selectors import LabelSelector, SelectorError
@@ -260,7 +261,31 @@ def _name(meta: Fields) -> str:
     name = meta.str("name")
     if not name:
         raise meta.fail("name", "required value")
-    return name
+    return checked(meta, "name", name, subdomain_problem(name))
+
+
+def checked(f: Fields, key: str, value: str, problem: str | None) -> str:
+    """`value`, read from `f[key]`, unless Kubernetes' naming rules found a `problem` with it."""
+    if problem is not None:
+        raise f.fail(key, invalid(value, problem))
+    return value
+
+
+def _reference(f: Fields, *keys: str) -> str | None:
+    """The name in the first of `keys` that is set (a reference to another object), checked."""
+    for key in keys:
+        value = f.opt_str(key)
+        if value:
+            return checked(f, key, value, subdomain_problem(value))
+    return None
+
+
+def _labels(meta: Fields, key: str) -> dict[str, str]:
+    labels = meta.str_map(key)
+    message = labels_message(labels.items())
+    if message is not None:
+        raise meta.fail(key, message)
+    return labels
 
 
 def _resource_groups(spec: Fields, is_cluster_queue: bool) -> tuple[ResourceGroup, ...]:
@@ -278,6 +303,7 @@ def _resource_groups(spec: Fields, is_cluster_queue: bool) -> tuple[ResourceGrou
         flavors: list[FlavorQuotas] = []
         for fq in g.objects("flavors"):
             fname = fq.str("name")
+            checked(fq, "name", fname, subdomain_problem(fname))
             if fname in seen_flavors:
                 raise fq.fail("name", f'Duplicate value: "{fname}"')
             seen_flavors.add(fname)
@@ -340,7 +366,7 @@ def parse_resource_flavor(obj: Fields) -> ResourceFlavor:
         for t in spec.objects("nodeTaints")
     )
     tolerations = tuple(_toleration(t) for t in spec.objects("tolerations"))
-    return ResourceFlavor(name, tuple(spec.str_map("nodeLabels").items()), taints, tolerations)
+    return ResourceFlavor(name, tuple(_labels(spec, "nodeLabels").items()), taints, tolerations)
 
 
 def _toleration(t: Fields) -> Toleration:
@@ -355,7 +381,7 @@ def _toleration(t: Fields) -> Toleration:
 def parse_cluster_queue(obj: Fields) -> ClusterQueueSpec:
     name = _name(obj.sub("metadata"))
     spec = obj.sub("spec")
-    cohort = spec.opt_str("cohortName") or spec.opt_str("cohort") or None
+    cohort = _reference(spec, "cohortName", "cohort")
     groups = _resource_groups(spec, is_cluster_queue=True)
     if cohort is None and _has_limits(groups):
         raise spec.fail("resourceGroups", "borrowingLimit and lendingLimit must be nil when cohort is empty")
@@ -426,7 +452,7 @@ def _admission_checks(spec: Fields, groups: tuple[ResourceGroup, ...]) -> tuple[
 def parse_cohort(obj: Fields) -> CohortSpec:
     name = _name(obj.sub("metadata"))
     spec = obj.sub("spec")
-    parent = spec.opt_str("parentName") or spec.opt_str("parent") or None
+    parent = _reference(spec, "parentName", "parent")
     groups = _resource_groups(spec, is_cluster_queue=False)
     if parent is None and _has_limits(groups):
         raise spec.fail("resourceGroups", "borrowingLimit and lendingLimit must be nil when parent is empty")
@@ -445,10 +471,12 @@ def _quota_model(obj: Fields) -> str | None:
 def parse_local_queue(obj: Fields) -> LocalQueueSpec:
     meta = obj.sub("metadata")
     spec = obj.sub("spec")
+    namespace = meta.str("namespace", "default")
+    cluster_queue = spec.str("clusterQueue")
     return LocalQueueSpec(
-        meta.str("namespace", "default"),
+        checked(meta, "namespace", namespace, label_problem(namespace)),
         _name(meta),
-        spec.str("clusterQueue"),
+        checked(spec, "clusterQueue", cluster_queue, subdomain_problem(cluster_queue)),
         spec.enum("stopPolicy", (STOP_NONE, HOLD, HOLD_AND_DRAIN), STOP_NONE),
     )
 
@@ -467,8 +495,11 @@ def parse_admission_check(obj: Fields) -> AdmissionCheckSpec:
 
 def parse_namespace(obj: Fields) -> NamespaceSpec:
     meta = obj.sub("metadata")
-    name = _name(meta)
-    labels = meta.str_map("labels")
+    name = meta.str("name")
+    if not name:
+        raise meta.fail("name", "required value")
+    checked(meta, "name", name, label_problem(name))  # a namespace name is a DNS label
+    labels = _labels(meta, "labels")
     labels["kubernetes.io/metadata.name"] = name
     return NamespaceSpec(name, tuple(sorted(labels.items())))
 
@@ -537,7 +568,7 @@ def parse_object(raw: object) -> ConfigObject:
     if parser is None:
         raise InvalidInput(
             reasons.UNKNOWN_KIND,
-            f'object.kind: unknown kind "{kind}"; expected one of {", ".join(KINDS)}',
+            f'object.kind: unknown kind "{shown(kind)}"; expected one of {", ".join(KINDS)}',
         )
     api = obj.str("apiVersion", "")
     if kind == "Namespace":

@@ -51,6 +51,8 @@ UNKNOWN_WORKLOAD: Final = "UnknownWorkload"
 IMMUTABLE_FIELD: Final = "ImmutableField"
 NOT_FOUND: Final = "NotFound"
 NOT_EVICTED: Final = "NotEvicted"
+# The record is over a size, depth or count limit (domain/limits.py); nothing in it was read.
+LIMIT_EXCEEDED: Final = "LimitExceeded"
 
 # --- Messages ------------------------------------------------------------------------------
 MSG_LQ_MISSING: Final = "LocalQueue {lq} doesn't exist"
@@ -68,6 +70,7 @@ MSG_LQ_STOPPED: Final = "The LocalQueue is stopped"
 MSG_QUEUED_STRICT: Final = (
     "Workload is queued behind {head} in StrictFIFO ClusterQueue {cq}"
 )
+MSG_NOT_EVALUATED: Final = "The workload ended in its own Batch, before the admission cycle evaluated it"
 MSG_FAILED_CHECKS: Final = "The workload has failed admission checks"
 MSG_OVERLAPPING_TARGETS: Final = "Workload has overlapping preemption targets with another workload"
 MSG_DEFERRED_FIT: Final = (

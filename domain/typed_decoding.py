@@ -12,6 +12,7 @@ import msgspec
 
 from domain import reasons
 from domain.fields import Fields, InvalidInput
+from domain.names import ANNOTATIONS_MAX, label_problem, labels_message, subdomain_problem
 from domain.timestamps import TimestampError, parse_time
 from domain.typed_events import TypedEvent, TypedWorkload
 from domain.workload import PodSet, WorkloadSpec, pod_sets_of, resources_error
@@ -50,7 +51,11 @@ def _pod_sets(raw: msgspec.Raw) -> tuple[tuple[PodSet, ...], str | None]:
     key = bytes(raw)
     cached = _POD_SETS.get(key)
     if cached is None:
-        items = _decode_any(key) if key else None
+        try:
+            # A number out of range (1e400) fails here, not when the envelope was decoded.
+            items = _decode_any(key) if key else None
+        except msgspec.DecodeError:
+            raise NotTyped from None
         try:
             pod_sets = pod_sets_of(Fields({"podSets": items}, "workload.spec", reasons.INVALID_WORKLOAD))
         except InvalidInput:
@@ -71,7 +76,13 @@ def workload_spec(wl: TypedWorkload | None) -> WorkloadSpec:
         raise NotTyped
     meta = wl.metadata
     name = meta.name
-    if not name:
+    if not name or subdomain_problem(name) is not None:
+        raise NotTyped
+    namespace = meta.namespace or "default"
+    if label_problem(namespace) is not None:
+        raise NotTyped
+    # The general path weighs the decoded annotations; their raw JSON is never shorter.
+    if len(meta.annotations) > ANNOTATIONS_MAX:
         raise NotTyped
     creation: int | None = None
     if meta.creationTimestamp is not None:
@@ -86,12 +97,19 @@ def workload_spec(wl: TypedWorkload | None) -> WorkloadSpec:
     pcn = spec.priorityClassName
     if pcn is None and spec.priorityClassRef is not None:
         pcn = spec.priorityClassRef.name
-    pod_sets, error = _pod_sets(spec.podSets)
+    if pcn and subdomain_problem(pcn) is not None:
+        raise NotTyped
+    queue_name = spec.queueName or ""
+    if queue_name and subdomain_problem(queue_name) is not None:
+        raise NotTyped
     labels = meta.labels
+    if labels and labels_message(sorted(labels.items())) is not None:
+        raise NotTyped
+    pod_sets, error = _pod_sets(spec.podSets)
     return WorkloadSpec(
-        namespace=meta.namespace or "default",
+        namespace=namespace,
         name=name,
-        queue_name=spec.queueName or "",
+        queue_name=queue_name,
         priority=priority,
         priority_class=pcn or None,
         active=True if spec.active is None else spec.active,

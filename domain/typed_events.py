@@ -38,6 +38,7 @@ class _Meta(msgspec.Struct):
     creationTimestamp: Any = None
     labels: dict[str, str] | None = None
     uid: str | None = None
+    annotations: msgspec.Raw = msgspec.Raw()  # only its size is read: empty when absent
 
 
 class _Spec(msgspec.Struct):

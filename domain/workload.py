@@ -11,7 +11,8 @@ import msgspec
 
 from domain import reasons
 from domain.fields import Fields, InvalidInput
-from domain.objects import Toleration
+from domain.names import annotations_message, label_problem, labels_message, subdomain_problem
+from domain.objects import Toleration, checked
 from domain.pod_requests import PodSetError, pod_set_requests, requests_above_limits
 from domain.timestamps import TimestampError, parse_time
 
@@ -86,7 +87,20 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
     name = meta.str("name")
     if not name:
         raise meta.fail("name", "required value")
+    checked(meta, "name", name, subdomain_problem(name))
     namespace = meta.str("namespace", "default") or "default"
+    checked(meta, "namespace", namespace, label_problem(namespace))
+    labels = meta.str_map("labels")
+    bad_labels = labels_message(labels.items())
+    if bad_labels is not None:
+        raise meta.fail("labels", bad_labels)
+    annotations = meta.data.get("annotations")
+    if isinstance(annotations, Mapping):
+        too_long = annotations_message(
+            (k, v) for k, v in annotations.items() if isinstance(k, str) and isinstance(v, str)
+        )
+        if too_long is not None:
+            raise meta.fail("annotations", too_long)
     creation: int | None = None
     if meta.has("creationTimestamp"):
         try:
@@ -101,15 +115,22 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
     ref = spec.opt_sub("priorityClassRef")
     if pcn is None and ref is not None:
         pcn = ref.opt_str("name")
+        if pcn:
+            checked(ref, "name", pcn, subdomain_problem(pcn))
+    elif pcn:
+        checked(spec, "priorityClassName", pcn, subdomain_problem(pcn))
+    queue_name = spec.str("queueName", "")
+    if queue_name:
+        checked(spec, "queueName", queue_name, subdomain_problem(queue_name))
     pod_sets = _pod_sets(spec)
     return WorkloadSpec(
         namespace=namespace,
         name=name,
-        queue_name=spec.str("queueName", ""),
+        queue_name=queue_name,
         priority=priority,
         priority_class=pcn or None,
         active=spec.bool("active", True),
-        labels=tuple(meta.str_map("labels").items()),
+        labels=tuple(labels.items()),
         creation_time=creation,
         pod_sets=pod_sets,
         uid=meta.opt_str("uid"),

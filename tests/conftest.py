@@ -2,6 +2,7 @@
 modules next to it and import the fixtures here."""
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
@@ -19,6 +20,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "internal_error_expected: the test makes the engine fail on purpose (InternalError allowed)"
+    )
     if os.environ.get("QUOTAFLOW_REQUIRE_COMPILED") == "1" and not (running_compiled() or pure_python_requested()):
         pytest.exit("QUOTAFLOW_REQUIRE_COMPILED=1 but domain/ runs interpreted: the mypyc build "
                     "(deploy/compile.py) failed or did not run", returncode=4)
@@ -34,3 +38,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if moved:
         items[:] = [item for item in items if not item.get_closest_marker("pure_python")]
         config.hook.pytest_deselected(items=moved)
+
+
+@pytest.fixture(autouse=True)
+def no_internal_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """An InternalError decision is a bug in the engine: any test whose engine makes one fails,
+    even where the test only looks at other decisions. (Replays in a subprocess are covered by
+    their exact expected output instead.)"""
+    from domain.decisions import INTERNAL_ERRORS
+
+    before = INTERNAL_ERRORS.count
+    yield
+    made = INTERNAL_ERRORS.count - before
+    if made and request.node.get_closest_marker("internal_error_expected") is None:
+        pytest.fail(f"the engine made {made} InternalError decision(s) in this test")

@@ -102,16 +102,18 @@ def yaml_events(text: str) -> Iterator[bytes | dict[str, Any] | Unparseable]:
     for doc in _split_documents(text):
         try:
             value = load_yaml(doc)
+            if value is None:
+                continue
+            event = value if isinstance(value, dict) else _as_json(value)
         except yaml.YAMLError as exc:
             # Still an event: the engine rejects it, so the offsets of later events stay right.
             yield Unparseable(f"document is not valid YAML: {exc}")
             continue
-        if value is None:
+        except RecursionError:
+            # PyYAML composes nested nodes recursively; the engine's own limit is far lower.
+            yield Unparseable("document is not valid YAML: it nests too deep to be read")
             continue
-        if isinstance(value, dict):
-            yield value
-        else:
-            yield _as_json(value)
+        yield event
 
 
 def _split_documents(text: str) -> Iterator[str]:
