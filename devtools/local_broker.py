@@ -32,8 +32,8 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 import shlex
+import shutil
 import signal
 import socket
 import subprocess

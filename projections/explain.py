@@ -16,7 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from domain.engine import Engine
-from domain.flavor_assigner import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, RECLAIM, FlavorAssigner
+from domain.flavor_assigner import (
+    FIT,
+    NO_CANDIDATES,
+    NO_FIT,
+    PREEMPT,
+    RECLAIM,
+    FlavorAssigner,
+)
 from domain.quantity import format_amount
 from domain.state import State
 from projections import views

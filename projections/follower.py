@@ -29,12 +29,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from projections.fold import Projection
-from projections.records import DecisionRecord as DecisionRecord  # (re-exported, as the three below)
+from projections.records import (
+    DecisionRecord as DecisionRecord,  # (re-exported, as the three below)
+)
 from projections.records import ProjectionError as ProjectionError
 from projections.records import decode_decision as decode_decision
 from projections.records import decode_records
 from streams.log import EventLog, Reader, Record, Topics
-
 
 _NO_DECISIONS: list[DecisionRecord] = []
 _NEVER = 1 << 63  # past any offset

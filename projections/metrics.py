@@ -38,13 +38,22 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from domain import reasons
 from domain.objects import STRICT_FIFO
 from projections.fold import FR, WAIT_BUCKETS, Histogram, Projection, QueueKey
-from projections.views import cluster_queue_active, local_queue_active, local_queue_counts
+from projections.views import (
+    cluster_queue_active,
+    local_queue_active,
+    local_queue_counts,
+)
 
 ROLE = "standalone"
 CQ_STATUSES = ("pending", "active", "terminating")

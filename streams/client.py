@@ -23,8 +23,8 @@ from typing import Any, Literal, Self
 import msgspec
 
 from domain.decisions import AnyDecision, decode
-from streams.log.envelope import event_message
 from streams.log import EventLog, Record, Topics, open_log
+from streams.log.envelope import event_message
 from streams.settings import Settings
 
 # kubectl-style names for kinds (lower case, plural, short) -> the Kind

@@ -30,8 +30,8 @@ from pathlib import Path
 from domain.decisions import encode
 from domain.engine import Engine
 from streams.agent import engine_wire as wire
-from streams.log.envelope import decision_message, decision_message_of
 from streams.log import Message, Record
+from streams.log.envelope import decision_message, decision_message_of
 from streams.log.snapshots import SnapshotUnusable, Stored, restore, snapshot_data
 
 # (type, workload, cause offset, cause index) of a decision, for its debug log line.

@@ -77,9 +77,18 @@ import msgspec
 import structlog
 
 from domain.decisions import Cause
-from streams.agent.engine_host import Batch, ChildEngine, EngineFailure, EngineHost, EngineProcessDied, LocalEngine, Shell
-from streams.log.envelope import agent_source, ce_type, now_rfc3339
+from streams.agent.engine_host import (
+    Batch,
+    ChildEngine,
+    EngineFailure,
+    EngineHost,
+    EngineProcessDied,
+    LocalEngine,
+    Shell,
+)
 from streams.log import EventLog, Fenced, LogError, LogUnavailable, Record, Topics
+from streams.log.envelope import agent_source, ce_type, now_rfc3339
+from streams.log.snapshots import SnapshotUnusable, chunk_messages, read_latest
 from streams.settings import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SNAPSHOT_EVERY,
@@ -87,7 +96,6 @@ from streams.settings import (
     DEFAULT_STEP_BYTES,
     default_engine_process,
 )
-from streams.log.snapshots import SnapshotUnusable, chunk_messages, read_latest
 
 T = TypeVar("T")
 

@@ -137,11 +137,11 @@ STEPS: list[tuple[str, str, list[dict[str, Any]]]] = [
 
 async def _demo(console: Console, db: Path, pause: float) -> None:
     from streams.agent.loop import Agent, AgentConfig
+    from streams.cli.render import Usage, decision_line
     from streams.client import Client
     from streams.log import Topics
-    from streams.cli.render import Usage, decision_line
-    from streams.settings import Settings
     from streams.log.sqlite import SqliteLog
+    from streams.settings import Settings
 
     settings = Settings()
     topics = Topics.from_settings(settings)

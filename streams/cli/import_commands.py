@@ -21,7 +21,12 @@ from typing import Any, NoReturn
 import typer
 import yaml
 
-from streams.importers.yunikorn import DEFAULT_FLAVOR, YuniKornConfigError, convert_with_problems, parse_capacity
+from streams.importers.yunikorn import (
+    DEFAULT_FLAVOR,
+    YuniKornConfigError,
+    convert_with_problems,
+    parse_capacity,
+)
 
 import_app = typer.Typer(
     name="import",

@@ -16,7 +16,7 @@ import typer
 
 from streams import settings as defaults
 from streams.cli.common import broker_option, fail, require_existing_log, run
-from streams.cli.publishing import publish
+from streams.cli.publishing import publish, publish_by_name
 from streams.cli.refs import NAMESPACE_HELP, split_ref
 from streams.cli.waiting import timeout_option, wait_option
 from streams.log.envelope import CLI_SOURCE
@@ -128,9 +128,7 @@ def register(app: typer.Typer) -> None:
         timeout: float = timeout_option(),
     ) -> None:
         """Report that a workload completed (its quota is released)."""
-        ns, name = split_ref("finish", workload, namespace)
-        events = [{"type": "WorkloadFinished", "namespace": ns, "name": name}]
-        publish("finish", broker, events, lambda e: f"workload/{ns}/{name} finished", wait=wait, timeout=timeout)
+        publish_by_name("finish", "WorkloadFinished", "finished", workload, namespace, broker, wait=wait, timeout=timeout)
 
     @app.command()
     def delete(

@@ -52,3 +52,14 @@ def publish(
     code = report(command, outcome, timeout, config=config)
     if code:
         raise typer.Exit(code)
+
+
+def publish_by_name(
+    command: str, event_type: str, done: str, workload: str, namespace: str | None, broker: str, *, wait: bool | None, timeout: float
+) -> None:
+    """Publish an event that names a workload only (`namespace`, `name`): finish, release."""
+    from streams.cli.refs import split_ref
+
+    ns, name = split_ref(command, workload, namespace)
+    events = [{"type": event_type, "namespace": ns, "name": name}]
+    publish(command, broker, events, lambda e: f"workload/{ns}/{name} {done}", wait=wait, timeout=timeout)

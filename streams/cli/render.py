@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -34,6 +34,7 @@ from domain.decisions import (
 )
 from domain.quantity import QuantityError, amount, format_amount
 from projections.fold import FR, Projection
+
 
 def output_console() -> Console:
     """The console for stdout: a terminal's width on a terminal; piped, lines are never cut or

@@ -8,7 +8,7 @@ from enum import Enum
 import typer
 
 from streams.cli.common import broker_option
-from streams.cli.publishing import publish
+from streams.cli.publishing import publish, publish_by_name
 from streams.cli.refs import NAMESPACE_HELP, split_ref
 from streams.cli.waiting import timeout_option, wait_option
 
@@ -32,9 +32,7 @@ def register(app: typer.Typer) -> None:
         timeout: float = timeout_option(),
     ) -> None:
         """Report that an evicted or preempted workload's pods are gone (WorkloadReleased)."""
-        ns, name = split_ref("release", workload, namespace)
-        events = [{"type": "WorkloadReleased", "namespace": ns, "name": name}]
-        publish("release", broker, events, lambda e: f"workload/{ns}/{name} released", wait=wait, timeout=timeout)
+        publish_by_name("release", "WorkloadReleased", "released", workload, namespace, broker, wait=wait, timeout=timeout)
 
     @app.command()
     def check(

@@ -48,7 +48,6 @@ import msgspec
 
 from streams.settings import Settings
 
-
 Headers = tuple[tuple[str, bytes], ...]
 
 

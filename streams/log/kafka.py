@@ -41,8 +41,9 @@ from typing import Any
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
-from aiokafka.producer import sender as _aiokafka_sender
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import (
+    StickyPartitionAssignor,
+)
 from aiokafka.errors import (
     ClusterAuthorizationFailedError,
     IllegalOperation,
@@ -53,9 +54,9 @@ from aiokafka.errors import (
     TopicAlreadyExistsError,
     TopicAuthorizationFailedError,
 )
+from aiokafka.producer import sender as _aiokafka_sender
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
-from streams.log.kafka_config import KafkaSecurity
 from streams.log import (
     EventLog,
     Fenced,
@@ -68,6 +69,7 @@ from streams.log import (
     Transaction,
     TransactionalWriter,
 )
+from streams.log.kafka_config import KafkaSecurity
 
 log = structlog.get_logger("quotaflow.kafka")
 

@@ -26,8 +26,8 @@ import zlib
 from dataclasses import dataclass
 
 from domain.engine import Engine
-from streams.log.envelope import SNAPSHOT_TYPE, SPECVERSION, now_rfc3339
 from streams.log import EventLog, Message, Record
+from streams.log.envelope import SNAPSHOT_TYPE, SPECVERSION, now_rfc3339
 
 CHUNK_BYTES = 512 * 1024
 ENCODING = b"zlib+msgspec"
