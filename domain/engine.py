@@ -59,7 +59,7 @@ from domain.priority import apply_pod_priority_class, defaulted, priority_of
 from domain.queues import PendingQueue
 from domain.quota import QuotaNode
 from domain.scheduler import schedule
-from domain.tas import topology_problems
+from domain.tas import check_flavor_update, topology_problems
 from domain.state import ClusterQueueState, State, WorkloadState
 from domain.timestamps import TimestampError, parse_time
 from domain.topology import (
@@ -413,6 +413,7 @@ class Engine:
     def apply_object(self, obj: ConfigObject, out: Emitter) -> None:
         state = self.state
         if isinstance(obj, ResourceFlavor):
+            check_flavor_update(state.flavors.get(obj.name), obj)
             state.flavors[obj.name] = obj
             self._refresh_activeness(out)
         elif isinstance(obj, ClusterQueueSpec):

@@ -463,6 +463,8 @@ def parse_cluster_queue(obj: Fields) -> ClusterQueueSpec:
 
 def _admission_checks(spec: Fields, groups: tuple[ResourceGroup, ...]) -> tuple[AdmissionCheckRule, ...]:
     names = spec.str_list("admissionChecks")
+    for i, check in enumerate(names):
+        checked(spec, f"admissionChecks[{i}]", check, subdomain_problem(check))
     strategy = spec.opt_sub("admissionChecksStrategy")
     if names and strategy is not None:
         raise spec.fail("admissionChecks", "Either AdmissionChecks or AdmissionCheckStrategy can be set, but not both")
@@ -475,7 +477,9 @@ def _admission_checks(spec: Fields, groups: tuple[ResourceGroup, ...]) -> tuple[
         for i, fl in enumerate(on):
             if fl not in flavors:
                 raise rule.fail(f"onFlavors[{i}]", f'Invalid value: "{fl}": must be one of the ClusterQueue flavors')
-        rules.append(AdmissionCheckRule(rule.str("name"), tuple(on)))
+        check = rule.str("name")
+        checked(rule, "name", check, subdomain_problem(check))
+        rules.append(AdmissionCheckRule(check, tuple(on)))
     return tuple(rules)
 
 
@@ -539,9 +543,20 @@ def parse_pod_priority_class(obj: Fields) -> PodPriorityClass:
     return PodPriorityClass(name, value, global_default)
 
 
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
 def parse_admission_check(obj: Fields) -> AdmissionCheckSpec:
     spec = obj.sub("spec")
-    return AdmissionCheckSpec(_name(obj.sub("metadata")), spec.str("controllerName", ""))
+    name = _name(obj.sub("metadata"))
+    controller = spec.str("controllerName", "")
+    if controller == MULTIKUEUE_CONTROLLER:
+        # Kueue runs this check itself, dispatching to worker clusters: nothing would report on it.
+        raise InvalidInput(
+            reasons.NOT_SUPPORTED,
+            f'{spec.path}.controllerName: Unsupported: "{MULTIKUEUE_CONTROLLER}": MultiKueue is not supported',
+        )
+    return AdmissionCheckSpec(name, controller)
 
 
 def parse_namespace(obj: Fields) -> NamespaceSpec:

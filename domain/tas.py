@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from domain import reasons
+from domain.fields import InvalidInput
 from domain.objects import ClusterQueueSpec, ResourceFlavor
 
 TOPOLOGY_NOT_FOUND = "TopologyNotFound"  # Kueue's ClusterQueueActiveReasonTopologyNotFound
@@ -26,4 +28,16 @@ def topology_problems(spec: ClusterQueueSpec, flavors: Mapping[str, ResourceFlav
     return out
 
 
-__all__ = ["TOPOLOGY_NOT_FOUND", "topology_problems"]
+
+
+def check_flavor_update(old: ResourceFlavor | None, new: ResourceFlavor) -> None:
+    """Kueue's CRD rule: once set, a flavor's topologyName cannot change or go away."""
+    if old is not None and old.topology_name is not None and new.topology_name != old.topology_name:
+        raise InvalidInput(
+            reasons.IMMUTABLE_FIELD,
+            f'ResourceFlavor "{new.name}": spec: Invalid value: "object": topologyName is immutable when '
+            "topologyName is set",
+        )
+
+
+__all__ = ["TOPOLOGY_NOT_FOUND", "check_flavor_update", "topology_problems"]
