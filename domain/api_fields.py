@@ -355,11 +355,13 @@ def strict_problems(raw: Mapping[str, Any], schema: Schema) -> tuple[list[str], 
 
 def _walk(raw: Mapping[str, Any], schema: Schema, path: str, unknown: list[str], refused: list[tuple[str, str]]) -> None:
     for key, value in raw.items():
+        if value is None:
+            continue  # null is unset, as everywhere in the contract
         here = f"{path}.{key}" if path else str(key)
         node = schema.get(key) if isinstance(key, str) else None
         if node is None:
             unknown.append(here)
-        elif node is ANY or value is None:
+        elif node is ANY:
             continue
         elif isinstance(node, dict):
             if isinstance(value, Mapping):
