@@ -602,7 +602,7 @@ class Projection:
             wv.spec = WorkloadSpec(
                 wv.spec.namespace, wv.spec.name, wv.spec.queue_name, wv.spec.priority,
                 wv.spec.priority_class, False, wv.spec.labels, wv.spec.creation_time,
-                wv.spec.pod_sets, wv.spec.uid,
+                wv.spec.pod_sets, wv.spec.uid, pod_priority_class=wv.spec.pod_priority_class,
             )
 
     # -- pending queues --------------------------------------------------------------------------
