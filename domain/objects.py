@@ -649,6 +649,11 @@ def parse_object(raw: object) -> ConfigObject:
         raise InvalidInput(exc.reason, f"{described(kind, obj.data)}: {exc.message}") from None
     check_strict(kind, version, obj.data, described(kind, obj.data), reasons.INVALID_OBJECT)
     try:
+        if kind == "ClusterQueue" and version == "v1beta2":
+            # v1beta2 dropped v1beta1's old names `Borrow` and `Preempt` (for MayStopSearch).
+            ff = obj.sub("spec").sub("flavorFungibility")
+            ff.enum("whenCanBorrow", (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR), MAY_STOP_SEARCH)
+            ff.enum("whenCanPreempt", (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR), TRY_NEXT_FLAVOR)
         return parser(obj)
     except InvalidInput as exc:
         raise InvalidInput(exc.reason, f"{kind}: {exc.message}") from None

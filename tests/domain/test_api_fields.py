@@ -166,3 +166,13 @@ def test_workloads_are_decoded_strictly_too() -> None:
 def test_a_configuration_has_no_metadata() -> None:
     unknown, _ = strict_problems({"metadata": {"name": "config"}}, schema_for("Configuration", "v1beta2"))
     assert unknown == ["metadata"]
+
+
+def test_v1beta2_flavor_fungibility_has_no_old_names() -> None:
+    old = {"flavorFungibility": {"whenCanBorrow": "Borrow"}}
+    parse_object(cluster_queue("v1beta1", **old))
+    error = rejected(cluster_queue("v1beta2", **old))
+    assert error.message == (
+        'ClusterQueue: object.spec.flavorFungibility.whenCanBorrow: Unsupported value: "Borrow": supported values: '
+        '"MayStopSearch", "TryNextFlavor"'
+    )
