@@ -1,6 +1,7 @@
 """The architecture as a test: import-linter checks the contracts in pyproject.toml (the layers
-cli -> agent | projections | client | importers -> log -> settings -> domain, and no product
-import of devtools/)."""
+cli -> agent | projections | client | importers -> log -> settings -> domain, no product
+import of devtools/, no import cycle inside domain/, and domain's preemption package between the
+scheduler and the state)."""
 
 import subprocess
 import sys
