@@ -22,7 +22,6 @@ app = typer.Typer(
     name="quotaflow",
     help="Kueue's quota and admission model as an event-sourced stream processor.",
     no_args_is_help=True,
-    add_completion=False,
 )
 app.add_typer(import_app, name="import")
 register_log_commands(app)
@@ -70,7 +69,9 @@ def replay(
 
 
 def main() -> None:
-    app()
+    # The name completion scripts are generated for (and the completion environment variable,
+    # _QUOTAFLOW_COMPLETE, is named after), also under `python -m streams.cli`.
+    app(prog_name="quotaflow")
 
 
 if __name__ == "__main__":
