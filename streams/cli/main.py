@@ -55,13 +55,17 @@ def replay(
     events_file: Path = typer.Argument(..., help="Input events: .jsonl (one per line) or .yaml (one per document)"),
 ) -> None:
     """Fold EVENTS_FILE through the engine in-process and print the decisions as JSON Lines."""
+    from streams.cli.progress import Progress, watched
+
     engine = Engine()
     write = sys.stdout.buffer.write
     try:
-        for offset, event in enumerate(read_events(events_file)):
-            for decision in engine.apply(event, offset):
-                write(encode(decision))
-                write(b"\n")
+        with Progress("replay", unit="events", enabled=watched(sys.stderr, output=sys.stdout)) as progress:
+            for offset, event in enumerate(read_events(events_file)):
+                for decision in engine.apply(event, offset):
+                    write(encode(decision))
+                    write(b"\n")
+                progress.advance()
     except EventFileError as exc:
         typer.echo(f"quotaflow replay: {exc}", err=True)
         raise typer.Exit(2) from None
