@@ -56,13 +56,14 @@ def load_engine_at(rev: str, into: Path) -> type:
 
 def streams(workloads: int, names: Sequence[str]) -> dict[str, tuple[list[Any], list[bytes]]]:
     """variant -> (untimed prelude, timed stream)."""
-    from bench import engine_bench as eb
+    from bench import engine_variants
+    from devtools import cluster_stream
 
     out: dict[str, tuple[list[Any], list[bytes]]] = {}
     wanted = [n for n in names if n != "agent"]
     if wanted:
-        gen = eb.generate(workloads, eb.BASE_COHORTS, 1)
-        variants, _ = eb.build_variants(gen, wanted)
+        gen = cluster_stream.generate(workloads, cluster_stream.BASE_COHORTS, 1)
+        variants, _ = engine_variants.build_variants(gen, wanted)
         for n in wanted:
             out[n] = (variants[n].prelude, variants[n].stream)
     if "agent" in names:

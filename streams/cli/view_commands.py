@@ -218,11 +218,18 @@ def register(app: typer.Typer) -> None:
     def audit(broker: str = broker_option()) -> None:
         """Replay the input log through a fresh engine; compare every recorded decision byte for byte."""
         from projections.audit import audit as run_audit
+        from streams.cli.progress import Progress
 
         async def go() -> Any:
             log, topics = await _open(broker)
             try:
-                return await run_audit(log, topics)
+                with Progress("audit", unit="events") as progress:
+
+                    def heard(events: int, of: int) -> None:
+                        progress.total = of
+                        progress.advance()
+
+                    return await run_audit(log, topics, progress=heard)
             finally:
                 await log.close()
 
