@@ -108,7 +108,7 @@ class Launcher:
         await self.client.start()
         self.follower.on_progress(self._wake.set)
         follow = asyncio.create_task(self.follower.run(stop, poll=self.config.poll))
-        self._emit("started", position=self.state.position, runs=len(self.state.runs()))
+        self._emit("up", position=self.state.position, runs=len(self.state.runs()))
         try:
             while not stop.is_set():
                 if follow.done():

@@ -119,6 +119,15 @@ class LauncherProcess:
             )
         self.starts += 1
 
+    async def wait_started(self, timeout: float) -> None:
+        """Until the current run logged that it started (its state open, its logs followed)."""
+        deadline = time.monotonic() + timeout
+        marker = f"--- start {self.starts - 1}\n".encode()
+        while b'"event":"up"' not in self.log_path.read_bytes().rpartition(marker)[2]:
+            assert self.proc is not None and self.proc.poll() is None, self.tail()
+            assert time.monotonic() < deadline, f"the launcher did not start in {timeout} s\n{self.tail()}"
+            await asyncio.sleep(0.05)
+
     def kill(self) -> None:
         """SIGKILL of the launcher's own group: its pods, in sessions of their own, live on."""
         assert self.proc is not None
