@@ -22,8 +22,8 @@ from typing import Any
 from projections.fold import Projection
 from projections.records import (
     Admitted,
-    Deleted,
     DecisionRecord,
+    Deleted,
     Evicted,
     Finished,
     Preempted,

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_harness import _die_with_parent, agent_env, assert_exactly_once, replay, with_suppress
+from agent_harness import (
+    _die_with_parent,
+    agent_env,
+    assert_exactly_once,
+    replay,
+    with_suppress,
+)
 from cli_harness import Live
 
 from streams.log import EventLog, open_log
