@@ -12,7 +12,9 @@ each run in the file with its processes and acts:
   workload at a time).
 - `Stopping`: SIGTERM to each pod's process group, SIGKILL to those still there after the grace
   period (the pod template's `terminationGracePeriodSeconds`, else `--grace-period`); once every
-  group is gone, publish `WorkloadReleased` if the quota is still held, and forget the run.
+  group is gone, publish `WorkloadReleased` if the quota is still held, and forget the run. If
+  every pod had already exited on its own before the stop (they ended while the launcher was
+  down), the job completed: it publishes `WorkloadFinished` instead, which releases it too.
 - `Finishing`: SIGKILL whatever the pods left behind in their groups, publish
   `WorkloadFinished` with Kueue's finished reason (`Succeeded` or `Failed`) and a message, and
   forget the run.
@@ -250,6 +252,16 @@ class Launcher:
                 for p in live:
                     processes.signal_group(p.pid, 9)  # SIGKILL
             return
+        if run.release is not None and run.stop_deadline is None and run.pods is not None:
+            outcomes = self._outcomes(run)
+            if outcomes is not None:
+                # Every pod had exited on its own before it was told to stop (the launcher was
+                # down, or the eviction came as they ended): the job completed, as Kueue would
+                # find it; a finish also gives an evicted workload's quota back.
+                result = finished_result(run.pods, outcomes)
+                if await self._publish_finish(run, result):
+                    self.state.forget(run.id)
+                return
         if run.release is not None:
             ns, name = _split(run.workload)
             if not await self._publish({"type": "WorkloadReleased", "namespace": ns, "name": name, "id": run.release}):
@@ -266,8 +278,23 @@ class Launcher:
             for p in stragglers:
                 processes.signal_group(p.pid, 9)
             return
+        if await self._publish_finish(run, run.result or {"reason": FAILED, "message": ""}):
+            self.state.forget(run.id)
+
+    def _outcomes(self, run: Run) -> dict[str, dict[str, Any]] | None:
+        """Every pod's outcome when all of the run's pods ran and exited on their own, else None."""
+        recorded = {p.pod: p for p in self.state.pods(run.id)}
+        outcomes: dict[str, dict[str, Any]] = {}
+        for pod in run.pods or []:
+            row = recorded.get(pod["pod"])
+            outcome = None if row is None else row.outcome or processes.read_outcome(row.exit_file)
+            if outcome is None or outcome.get("aborted"):
+                return None
+            outcomes[pod["pod"]] = outcome
+        return outcomes
+
+    async def _publish_finish(self, run: Run, result: dict[str, str]) -> bool:
         ns, name = _split(run.workload)
-        result = run.result or {"reason": FAILED, "message": ""}
         event = {
             "type": "WorkloadFinished",
             "namespace": ns,
@@ -277,9 +304,9 @@ class Launcher:
             "message": result["message"],
         }
         if not await self._publish(event):
-            return
+            return False
         self._emit("finished", workload=run.workload, admission=run.admission, **result)
-        self.state.forget(run.id)
+        return True
 
     async def _publish(self, event: dict[str, Any]) -> bool:
         try:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from agent_harness import running
 from cli_harness import Live
 from launcher_harness import (
     CLUSTER_QUEUE,
@@ -88,4 +89,53 @@ async def test_a_preempted_workload_is_stopped_released_readmitted_and_finished(
     assert all(line[4] == "default-flavor" for line in lines), "the flavor is in the pods' environment"
     stdout = live.tmp / "launch-state" / "logs" / "team-a" / "high"
     assert [p.read_text() for p in sorted(stdout.glob("*/main-0/c.stdout"))] == ["hello from main-0\n"]
+    await check_replay(live)
+
+
+async def test_a_restarted_launcher_adopts_its_pods_finishes_what_ended_and_stops_what_was_preempted(logs: Live) -> None:
+    """While the launcher is down (SIGKILL) one workload's pod ends and another is preempted: the
+    next start reports the first as finished from the outcome its pod left, and stops the
+    second's pod, which it did not start in this life, before it releases it."""
+    live = logs
+    pods_journal = live.tmp / "pods"
+    pods_journal.mkdir()
+    log_file = pods_journal / "journal"
+    cq = {**CLUSTER_QUEUE, "spec": {**CLUSTER_QUEUE["spec"]}}
+    cq["spec"]["resourceGroups"] = [
+        {"coveredResources": ["cpu"], "flavors": [{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 3}]}]}
+    ]
+    assert live.cli("apply", "-f", str(live.write("cq.yaml", cq)), "--no-wait").returncode == 0
+    launcher = LauncherProcess(live, live.tmp / "launch-state", grace=5.0)
+    live.start_agent()
+    launcher.start()
+    try:
+        short = job("short", pods_journal, seconds=1.0, priority=5)
+        low = job("low", pods_journal, seconds="60,0.2")
+        assert live.cli("submit", "-f", str(live.write("first.yaml", short, low)), "--no-wait").returncode == 0
+        await wait_for_starts(log_file, "team-a/short", 1, launcher)
+        await wait_for_starts(log_file, "team-a/low", 1, launcher)
+        launcher.kill()
+        first_low = int(next(line[5] for line in journal(log_file) if line[1] == "team-a/low"))
+        await asyncio.sleep(1.5)  # short's pod ends, with nobody watching
+        high = job("high", pods_journal, seconds=0.3, pods=2, priority=10)
+        assert live.cli("submit", "-f", str(live.write("high.yaml", high)), "--no-wait").returncode == 0
+        assert running(first_low), "the preempted pod runs on while the launcher is down"
+        launcher.start()
+        decisions = await wait_until_finished(live, ["short", "low", "high"], 90, launcher)
+    finally:
+        launcher.stop()
+        launcher.kill_pods()
+        assert live.agent is not None
+        assert live.agent.stop() == 0, live.agent.tail()
+
+    flow = by_workload(decisions)
+    assert flow["team-a/short"] == ["Admitted", "Finished"], flow["team-a/short"]
+    assert flow["team-a/low"][:3] == ["Admitted", "Preempted", "QuotaReleased"], flow["team-a/low"]
+    assert flow["team-a/low"][-2:] == ["Admitted", "Finished"]
+    assert not running(first_low)
+    events = await input_events(live)
+    finishes = {e["name"]: e["reason"] for e in events if e["type"] == "WorkloadFinished"}
+    assert finishes == {"short": "Succeeded", "low": "Succeeded", "high": "Succeeded"}
+    assert [e["name"] for e in events if e["type"] == "WorkloadReleased"] == ["low"]
+    check_journal(journal(log_file))
     await check_replay(live)
