@@ -139,3 +139,41 @@ async def test_a_restarted_launcher_adopts_its_pods_finishes_what_ended_and_stop
     assert [e["name"] for e in events if e["type"] == "WorkloadReleased"] == ["low"]
     check_journal(journal(log_file))
     await check_replay(live)
+
+
+async def test_under_immediate_release_the_launcher_stops_the_preempted_workload_and_sends_no_release(logs: Live) -> None:
+    """With `evictionRelease: Immediate` the engine gives a preempted workload's quota back in the
+    same step (`QuotaReleased` with the `Preempted`): the launcher still stops its pods, but a
+    release of its own would be refused (the workload is no longer evicted), so it sends none."""
+    live = logs
+    pods_journal = live.tmp / "pods"
+    pods_journal.mkdir()
+    log_file = pods_journal / "journal"
+    configuration = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration", "quotaflow": {"evictionRelease": "Immediate"}}
+    assert live.cli("apply", "-f", str(live.write("cq.yaml", CLUSTER_QUEUE, configuration)), "--no-wait").returncode == 0
+    launcher = LauncherProcess(live, live.tmp / "launch-state", grace=2.0)
+    live.start_agent()
+    launcher.start()
+    try:
+        low = job("low", pods_journal, seconds="60,0.2", pods=2)
+        assert live.cli("submit", "-f", str(live.write("low.yaml", low)), "--no-wait").returncode == 0
+        await wait_for_starts(log_file, "team-a/low", 2, launcher)
+        first_low = [int(line[5]) for line in journal(log_file) if line[1] == "team-a/low"]
+        high = job("high", pods_journal, seconds=0.5, pods=2, priority=10)
+        assert live.cli("submit", "-f", str(live.write("high.yaml", high)), "--no-wait").returncode == 0
+        decisions = await wait_until_finished(live, ["low", "high"], 90, launcher)
+    finally:
+        launcher.stop()
+        launcher.kill_pods()
+        assert live.agent is not None
+        assert live.agent.stop() == 0, live.agent.tail()
+
+    flow = by_workload(decisions)
+    assert flow["team-a/low"][:3] == ["Admitted", "Preempted", "QuotaReleased"], flow["team-a/low"]
+    assert flow["team-a/low"][-2:] == ["Admitted", "Finished"]
+    assert not [d for d in decisions if d["type"] == "Rejected"], [d for d in decisions if d["type"] == "Rejected"]
+    events = await input_events(live)
+    assert not [e for e in events if e["type"] == "WorkloadReleased"]
+    assert not [pid for pid in first_low if running(pid)], "the preempted pods were stopped"
+    check_journal(journal(log_file))
+    await check_replay(live)
