@@ -30,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +47,7 @@ from streams.launcher.decisions import LaunchFold, finish_id
 from streams.launcher.pods import Assignment, Unrunnable, pods_of
 from streams.launcher.state import FINISHING, RUNNING, STOPPING, LauncherState, Pod, Run
 from streams.log import EventLog, Topics
+from streams.settings import Settings
 
 log = structlog.get_logger("quotaflow.launch")
 
@@ -97,8 +100,8 @@ class Launcher:
         self.state = LauncherState(config.state_dir / "launcher.db")
         self.fold = LaunchFold(self.state, self._decision_applied)
         self.follower = Follower(log_, topics, self.fold)
-        self.client = Client(log=log_, source="/quotaflow/launch", create_topics=True)
-        self.client.topics = topics
+        settings = Settings(input_topic=topics.input, decisions_topic=topics.decisions, snapshots_topic=topics.snapshots)
+        self.client = Client(log=log_, settings=settings, source="/quotaflow/launch")
         self.children: dict[int, processes.Spawned] = {}
         self._wake = asyncio.Event()
         self.published: list[dict[str, Any]] = []  # what this process published (for the demo and tests)
@@ -225,14 +228,25 @@ class Launcher:
     def _start(self, run: Run, pod: dict[str, Any]) -> str:
         attempt = self.state.attempts(run.id, pod["pod"])
         ns, name = _split(run.workload)
-        where = self.config.state_dir / "pods" / ns / name / run.admission / f"{pod['pod']}.{attempt}"
+        # Files of their own for every shim: one that a crash left waiting writes its "aborted"
+        # where no later attempt looks.
+        where = self._run_dir(run) / f"{pod['pod']}.{attempt}.{uuid.uuid4().hex[:12]}"
+        exit_file = where.with_name(where.name + ".exit")
         log_dir = self.config.pod_logs / ns / name / run.admission / pod["pod"]
-        spawned = processes.spawn(pod, where.with_suffix(".json"), where.with_suffix(".exit"), log_dir)
+        spawned = processes.spawn(pod, where.with_name(where.name + ".json"), exit_file, log_dir)
         self.children[spawned.pid] = spawned
         # Durable before the pod may run: a crash before this line leaves a shim that never runs it.
-        self.state.started(Pod(run.id, pod["pod"], attempt, spawned.pid, spawned.ticks, str(where.with_suffix(".exit")), None))
+        self.state.started(Pod(run.id, pod["pod"], attempt, spawned.pid, spawned.ticks, str(exit_file), None))
         spawned.go()
-        return pod["pod"]
+        return str(pod["pod"])
+
+    def _run_dir(self, run: Run) -> Path:
+        ns, name = _split(run.workload)
+        return self.config.state_dir / "pods" / ns / name / run.admission
+
+    def _forget(self, run: Run) -> None:
+        self.state.forget(run.id)
+        shutil.rmtree(self._run_dir(run), ignore_errors=True)  # its shims' spec and outcome files
 
     async def _stopping(self, run: Run) -> None:
         pods = self.state.pods(run.id)
@@ -260,7 +274,7 @@ class Launcher:
                 # find it; a finish also gives an evicted workload's quota back.
                 result = finished_result(run.pods, outcomes)
                 if await self._publish_finish(run, result):
-                    self.state.forget(run.id)
+                    self._forget(run)
                 return
         if run.release is not None:
             ns, name = _split(run.workload)
@@ -269,7 +283,7 @@ class Launcher:
             self._emit("released", workload=run.workload, admission=run.admission)
         else:
             self._emit("stopped", workload=run.workload, admission=run.admission)
-        self.state.forget(run.id)
+        self._forget(run)
 
     async def _finishing(self, run: Run) -> None:
         pods = self.state.pods(run.id)
@@ -279,7 +293,7 @@ class Launcher:
                 processes.signal_group(p.pid, 9)
             return
         if await self._publish_finish(run, run.result or {"reason": FAILED, "message": ""}):
-            self.state.forget(run.id)
+            self._forget(run)
 
     def _outcomes(self, run: Run) -> dict[str, dict[str, Any]] | None:
         """Every pod's outcome when all of the run's pods ran and exited on their own, else None."""

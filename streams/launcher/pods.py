@@ -131,7 +131,8 @@ def pods_of(workload: Any, a: Assignment) -> list[dict[str, Any]]:
         if not isinstance(spec, dict) or not spec.get("containers"):
             raise Unrunnable(f"pod set {ps_name} has no pod template with containers: nothing to run")
         grace = spec.get("terminationGracePeriodSeconds")
-        for index in range(int(assigned.get("count", ps.get("count", 1)))):
+        count = assigned.get("count", ps.get("count", 1))
+        for index in range(int(count) if count is not None else 1):
             base = assignment_env(a, assigned, index)
             where = f"pod set {ps_name}"
             pods.append(
