@@ -177,3 +177,20 @@ async def test_under_immediate_release_the_launcher_stops_the_preempted_workload
     assert not [pid for pid in first_low if running(pid)], "the preempted pods were stopped"
     check_journal(journal(log_file))
     await check_replay(live)
+
+
+def test_a_state_directory_of_another_log_is_refused(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from streams.launcher.state import LauncherState
+
+    state = LauncherState(tmp_path / "state" / "launcher.db")
+    state.bind("sqlite:///elsewhere.db quotaflow.events quotaflow.decisions")
+    state.close()
+    result = subprocess.run(
+        [sys.executable, "-m", "streams.cli.main", "launch", "--broker", f"sqlite:///{tmp_path / 'here.db'}", "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "belongs to another log (sqlite:///elsewhere.db" in result.stderr
