@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import json
 import shutil
+import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -104,7 +105,7 @@ class Launcher:
         self.client = Client(log=log_, settings=settings, source="/quotaflow/launch")
         self.children: dict[int, processes.Spawned] = {}
         self._wake = asyncio.Event()
-        self.published: list[dict[str, Any]] = []  # what this process published (for the demo and tests)
+        self._terminated: set[int] = set()  # runs whose pods got SIGTERM from this process
 
     # -- running ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -131,11 +132,6 @@ class Launcher:
     async def close(self) -> None:
         await self.client.close()
         self.state.close()
-
-    @property
-    def idle(self) -> bool:
-        """Nothing to run or stop, and every decision committed so far applied."""
-        return self.follower.status.caught_up and not self.state.runs()
 
     def _decision_applied(self, kind: str, d: Any) -> None:
         self._wake.set()
@@ -253,18 +249,24 @@ class Launcher:
         live = [p for p in pods if processes.group_alive(p.pid)]
         if live:
             now = time.time()
-            if run.stop_deadline is None:
+            deadline = run.stop_deadline
+            if deadline is None:
                 grace = max(
                     (p["grace"] if p.get("grace") is not None else self.config.grace_period for p in run.pods or []),
                     default=self.config.grace_period,
                 )
-                for p in live:
-                    processes.signal_group(p.pid, 15)  # SIGTERM
-                self.state.set_stop_deadline(run.id, now + grace)
+                # Recorded before the first signal: after a crash, pods that died of it are known
+                # to have been stopped (not to have ended on their own).
+                deadline = now + grace
+                self.state.set_stop_deadline(run.id, deadline)
                 self._emit("stopping", workload=run.workload, admission=run.admission, pods=[p.pod for p in live], grace=grace)
-            elif now >= run.stop_deadline:
+            if run.id not in self._terminated:  # once per life: a crash may have come before it
+                self._terminated.add(run.id)
                 for p in live:
-                    processes.signal_group(p.pid, 9)  # SIGKILL
+                    processes.signal_group(p.pid, signal.SIGTERM)
+            if now >= deadline:
+                for p in live:
+                    processes.signal_group(p.pid, signal.SIGKILL)
             return
         if run.release is not None and run.stop_deadline is None and run.pods is not None:
             outcomes = self._outcomes(run)
@@ -290,7 +292,7 @@ class Launcher:
         stragglers = [p for p in pods if processes.group_alive(p.pid)]
         if stragglers:  # what a pod's containers left running in its group
             for p in stragglers:
-                processes.signal_group(p.pid, 9)
+                processes.signal_group(p.pid, signal.SIGKILL)
             return
         if await self._publish_finish(run, run.result or {"reason": FAILED, "message": ""}):
             self._forget(run)
@@ -328,5 +330,4 @@ class Launcher:
         except Exception as exc:  # the log is unreachable: the run stays, and it is sent again
             log.warning("publish failed", event=event["type"], id=event["id"], error=f"{type(exc).__name__}: {exc}")
             return False
-        self.published.append(event)
         return True
