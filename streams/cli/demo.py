@@ -303,16 +303,16 @@ async def _launch_demo(console: Console, tmp: Path, pause: float) -> None:
                 usage.add_decision(decision)
                 if isinstance(decision, decisions.Finished) and decision.workload:
                     finished.add(decision.workload)
-                if isinstance(decision, decisions.Admitted) and decision.workload == "default/urgent":
-                    console.print(usage.table("Quota usage now: urgent runs, train waits for room"))
+                if isinstance(decision, decisions.Admitted) and len(workloads) > 1 and decision.workload == workloads[-1]:
+                    console.print(usage.table("Quota usage now: the preemptor runs, its victim waits for room"))
                 changed.set()
 
+        workloads: list[str] = []  # as submitted, in order
         watcher = asyncio.create_task(show())
         try:
             console.print()
             console.print(Panel(LAUNCH_TEXT, title="5. The whole loop: quotaflow launch", title_align="left", expand=False))
             files = sorted(JOBS_DIR.glob("*.yaml"))
-            workloads: list[str] = []
             for path in files:
                 events = demo_events(path)
                 for event in events:
@@ -340,10 +340,9 @@ async def _launch_demo(console: Console, tmp: Path, pause: float) -> None:
             await asyncio.gather(watcher, agent_task, launcher_task, return_exceptions=True)
             await launcher.close()
             await agent_log.close()
-    pod_log = tmp / "launch-state" / "logs" / "default" / "train"
-    outputs = sorted(pod_log.glob("*/main-0/trainer.stdout"))
+    outputs = sorted((tmp / "launch-state" / "logs").glob("*/*/*/*/*.stdout"))  # namespace/name/admission/pod/container
     if outputs:
-        console.print(f"[dim]a pod's output ({outputs[-1].relative_to(tmp)}):[/dim] {outputs[-1].read_text().strip()}")
+        console.print(f"[dim]a pod's output ({outputs[0].relative_to(tmp)}):[/dim] {outputs[0].read_text().strip()}")
     console.print(usage.table("Quota usage at the end: everything finished, every CPU back"))
 
 

@@ -36,7 +36,7 @@ def test_the_demo_shows_a_preempted_workload_released_readmitted_and_finished(tm
         "launch released default/train",
         "QuotaReleased default/train",
         "Admitted default/urgent",
-        "Quota usage now",
+        "Quota usage now: the preemptor runs",
         "launch finished default/urgent: Succeeded",
         "Admitted default/train",
         "launch finished default/train: Succeeded (Pods succeeded: 3/3.)",
