@@ -40,6 +40,8 @@ def register(app: typer.Typer) -> None:
         from streams.launcher.state import StateError
         from streams.log import LogError, Topics, open_log
 
+        if not Path("/proc/self/stat").exists():
+            raise fail("launch", "it tells its pods apart by pid and start time in /proc: it runs on Linux only")
         if log_level.lower() not in logs.LEVELS:
             raise fail("launch", f"--log-level must be one of {', '.join(logs.LEVELS)}", 2)
         logs.configure(log_level.lower())
