@@ -19,6 +19,8 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import structlog
+
 from projections.fold import Projection
 from projections.records import (
     Admitted,
@@ -30,6 +32,8 @@ from projections.records import (
     QuotaReleased,
 )
 from streams.launcher.state import LauncherState
+
+log = structlog.get_logger("quotaflow.launch")
 
 ID_PREFIX = "quotaflow-launch"
 
@@ -56,7 +60,6 @@ class LaunchFold(Projection):
         super().__init__(history=False)
         self.state = state
         self.on_decision = on_decision
-        self.skipped: list[str] = []  # admissions that could not be traced to a submission
 
     def apply(
         self,
@@ -87,7 +90,7 @@ class LaunchFold(Projection):
         if kind is Admitted:
             view = self.workloads.get(workload)
             if view is None:  # cannot happen with the engine's decisions: admitted means live
-                self.skipped.append(f"{workload} at decision offset {d.offset}")
+                log.warning("admission without a submission", workload=workload, decision_offset=d.offset)
                 return
             assignments: list[dict[str, Any]] = json.loads(bytes(dec.podSetAssignments))  # type: ignore[union-attr]
             state.admitted(d.offset, workload, decision_id(d), dec.clusterQueue, assignments, view.seq)  # type: ignore[union-attr]
