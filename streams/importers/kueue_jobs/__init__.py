@@ -11,8 +11,9 @@ integration for each kind builds (pod sets, counts, minCount, requests, names, o
 One module per integration family (batch, pods, jobset, kubeflow, ray, serving, appwrapper), the
 shared pod-template -> pod-set step (pod_sets), the Workload around the pod sets (workload_object),
 names (workload_names) and the registry of kinds. Documents of kind Workload pass through as they
-are. Each Workload produced is checked by the engine's own Workload parser, so what would be
-Rejected for its shape is refused here, before anything is published.
+are (the engine decides about them). Each Workload produced from a job is checked by the engine's
+own Workload parser, so what would be Rejected for its shape is refused here, before anything is
+published.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from streams.importers.kueue_jobs.owners import owned_by
 from streams.importers.kueue_jobs.pods import convert_pod_group, group_name
 from streams.importers.kueue_jobs.registry import (
     CONFIGURATION_KINDS,
-    KINDS,
     NOT_CONVERTED,
     POD_BASED,
     canonical_job_kind,
@@ -65,6 +65,14 @@ class Refusal:
 
     def __str__(self) -> str:
         return f"{self.source}: {self.reason}"
+
+
+class JobsRefused(ValueError):
+    """Some documents were refused; nothing of the batch should be published."""
+
+    def __init__(self, refusals: list[Refusal]) -> None:
+        self.refusals = refusals
+        super().__init__("; ".join(str(r) for r in refusals))
 
 
 @dataclass
@@ -143,11 +151,12 @@ def _one(doc: Mapping[str, Any], naming: Naming) -> Manifest | tuple[str, list[d
     kind = doc.get("kind")
     api_version = doc.get("apiVersion")
     if kind == "Workload" and (api_version is None or str(api_version).startswith("kueue.x-k8s.io/")):
-        return (ref, _checked(ref, [dict(doc)]), "")
+        # Passed on as written: the engine decides about a Workload (Rejected names what is wrong).
+        return (ref, [dict(doc)], "")
     if not isinstance(kind, str) or not kind:
         raise JobRefused(ref, "kind", "Required value: a job manifest needs a kind")
     if kind in CONFIGURATION_KINDS:
-        raise JobRefused(ref, "", f"{kind} is configuration, not a job: quotaflow apply -f")
+        raise JobRefused(ref, "", f"{kind} is not a Workload or a job: configuration is applied (quotaflow apply -f)")
     if not isinstance(api_version, str) or not api_version:
         raise JobRefused(ref, "apiVersion", "Required value: a job manifest needs an apiVersion")
     entry = job_kind(api_version, kind)
@@ -186,6 +195,7 @@ __all__ = [
     "Conversion",
     "Converted",
     "JobRefused",
+    "JobsRefused",
     "Naming",
     "Refusal",
     "canonical_job_kind",
