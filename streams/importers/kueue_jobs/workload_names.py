@@ -71,28 +71,31 @@ _TOLERATION_FIELDS: Final = ("key", "operator", "value", "effect", "tolerationSe
 _PORT_FIELDS: Final = ("name", "hostPort", "containerPort", "protocol", "hostIP")
 
 
-def role_hash(pod_spec: Mapping[str, Any]) -> str:
-    shape = {"spec": _spec_shape(pod_spec)}
+def role_hash(pod_spec: Mapping[str, Any], *, as_stored: bool = True) -> str:
+    """The role hash of a pod with `pod_spec`; `as_stored`: after the API server's defaults (a
+    pod as Kueue reads it from a cluster), else of the spec exactly as given."""
+    shape = {"spec": _spec_shape(pod_spec, as_stored)}
     text = json.dumps(shape, separators=(",", ":"), sort_keys=False, ensure_ascii=False)
     # Go's encoder escapes <, > and & for HTML safety.
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def _spec_shape(spec: Mapping[str, Any]) -> dict[str, Any]:
+def _spec_shape(spec: Mapping[str, Any], as_stored: bool) -> dict[str, Any]:
     tolerations = list(spec.get("tolerations") or [])
-    for default in _DEFAULT_TOLERATIONS:
-        if not any(_tolerates(t, default) for t in tolerations if isinstance(t, Mapping)):
-            tolerations.append(default)
     priority = spec.get("priority")
-    if priority is None and not spec.get("priorityClassName"):
-        priority = 0
+    if as_stored:
+        for default in _DEFAULT_TOLERATIONS:
+            if not any(_tolerates(t, default) for t in tolerations if isinstance(t, Mapping)):
+                tolerations.append(default)
+        if priority is None and not spec.get("priorityClassName"):
+            priority = 0
     shape: dict[str, Any] = {
-        "initContainers": _containers(spec.get("initContainers")),
-        "containers": _containers(spec.get("containers")),
+        "initContainers": _containers(spec.get("initContainers"), as_stored),
+        "containers": _containers(spec.get("containers"), as_stored),
         "nodeSelector": _sorted(spec.get("nodeSelector")),
         "affinity": _sorted(spec.get("affinity")),
-        "tolerations": [_ordered(t, _TOLERATION_FIELDS) for t in tolerations],
+        "tolerations": [_ordered(t, _TOLERATION_FIELDS) for t in tolerations] or None,
         "runtimeClassName": spec.get("runtimeClassName"),
         "priority": priority,
         "topologySpreadConstraints": _sorted(spec.get("topologySpreadConstraints")),
@@ -110,7 +113,7 @@ def _tolerates(t: Mapping[str, Any], default: Mapping[str, Any]) -> bool:
     return t.get("key") == default["key"] and t.get("effect") in (None, "", "NoExecute")
 
 
-def _containers(raw: object) -> list[dict[str, Any]] | None:
+def _containers(raw: object, as_stored: bool) -> list[dict[str, Any]] | None:
     if not isinstance(raw, list) or not raw:
         return None
     out = []
@@ -119,7 +122,7 @@ def _containers(raw: object) -> list[dict[str, Any]] | None:
         resources = c.get("resources") if isinstance(c.get("resources"), Mapping) else {}
         ports = c.get("ports")
         out.append({
-            "ports": [_ordered({"protocol": "TCP", **p}, _PORT_FIELDS) for p in ports if isinstance(p, Mapping)]
+            "ports": [_ordered({"protocol": "TCP", **p} if as_stored else p, _PORT_FIELDS) for p in ports if isinstance(p, Mapping)]
             if isinstance(ports, list) and ports else None,
             "resources": {"requests": _quantities(resources.get("requests"))},
         })
