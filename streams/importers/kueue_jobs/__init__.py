@@ -58,10 +58,17 @@ class Converted:
 
 @dataclass
 class Refusal:
+    """A refused document (or pod group): where it came from, and why (`error.field`,
+    `error.reason`)."""
+
     source: str
     ref: str
     kind: str
-    reason: str
+    error: JobRefused
+
+    @property
+    def reason(self) -> str:
+        return str(self.error)
 
     def __str__(self) -> str:
         return f"{self.source}: {self.reason}"
@@ -94,8 +101,7 @@ def workloads_for(manifest: Mapping[str, Any], *, naming: Naming | None = None) 
     JobRefused. A pod of a group needs its whole group: use convert_documents."""
     result = convert_documents([("manifest", manifest)], naming=naming)
     if result.refused:
-        refusal = result.refused[0]
-        raise JobRefused(refusal.ref, "", refusal.reason.removeprefix(f"{refusal.ref}: "))
+        raise result.refused[0].error
     return result.workloads
 
 
@@ -112,7 +118,7 @@ def convert_documents(
         try:
             item = _one(doc, naming)
         except JobRefused as exc:
-            result.refused.append(Refusal(source, exc.ref, _kind_of(doc), str(exc)))
+            result.refused.append(Refusal(source, exc.ref, _kind_of(doc), exc))
             continue
         if isinstance(item, Manifest):
             key = (item.namespace, group_name(item))
@@ -130,7 +136,7 @@ def convert_documents(
             try:
                 workloads = _checked(ref, convert_pod_group([m for _, m in members]))
             except JobRefused as exc:
-                result.refused.append(Refusal(source, exc.ref, "Pod", str(exc)))
+                result.refused.append(Refusal(source, exc.ref, "Pod", exc))
                 continue
             result.converted.append(Converted(source, ref, "Pod", workloads))
         else:
