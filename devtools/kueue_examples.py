@@ -83,8 +83,8 @@ def verdict(docs: list[Any], conversion: Conversion) -> tuple[str, str]:
         return "accepted", _accepted(conversion)
     config = [r for r in conversion.refused if r.kind in CONFIGURATION_KINDS]
     if len(config) == len(conversion.refused):
-        kinds = ", ".join(dict.fromkeys(r.kind for r in config))
-        return "refused", (f"{kinds}: configuration, for `quotaflow apply -f`; the rest alone is accepted: "
+        config_kinds = ", ".join(dict.fromkeys(r.kind for r in config))
+        return "refused", (f"{config_kinds}: configuration, for `quotaflow apply -f`; the rest alone is accepted: "
                            + _accepted(conversion))
     jobs = [r for r in conversion.refused if r.kind in JOB_KINDS]
     others = len(conversion.refused) - len(jobs)

@@ -162,3 +162,13 @@ def test_every_document_gets_an_outcome() -> None:
     result = convert_documents(docs, naming=NAMING)
     assert [c.source for c in result.converted] == ["f#1", "f#4"]
     assert [r.source for r in result.refused] == ["f#2", "f#3"]
+
+
+def test_shapes_no_check_foresaw_are_refused_not_crashed_on() -> None:
+    aw = {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+          "metadata": {"name": "aw", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+          "spec": {"components": [{"template": {"apiVersion": "v1", "kind": "Pod",
+                                                "spec": {"containers": [{"name": "c"}], "overhead": ["not", "a", "map"]}}}]}}
+    result = convert_documents([("f#1", aw), ("f#2", job())], naming=NAMING)
+    assert [r.source for r in result.refused] == ["f#1"] and len(result.workloads) == 1
+    assert "quotaflow cannot convert this object" in str(result.refused[0])

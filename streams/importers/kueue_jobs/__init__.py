@@ -120,6 +120,10 @@ def convert_documents(
         except JobRefused as exc:
             result.refused.append(Refusal(source, exc.ref, _kind_of(doc), exc))
             continue
+        except Exception as exc:  # a shape no check foresaw: still an answer, never a crash
+            ref = ref_of(doc) if isinstance(doc, Mapping) else "?"
+            result.refused.append(Refusal(source, ref, _kind_of(doc), _unforeseen(ref, exc)))
+            continue
         if isinstance(item, Manifest):
             key = (item.namespace, group_name(item))
             if key not in groups:
@@ -138,10 +142,17 @@ def convert_documents(
             except JobRefused as exc:
                 result.refused.append(Refusal(source, exc.ref, "Pod", exc))
                 continue
+            except Exception as exc:
+                result.refused.append(Refusal(source, ref, "Pod", _unforeseen(ref, exc)))
+                continue
             result.converted.append(Converted(source, ref, "Pod", workloads))
         else:
             result.converted.append(value)
     return result
+
+
+def _unforeseen(ref: str, exc: Exception) -> JobRefused:
+    return JobRefused(ref, "", f"quotaflow cannot convert this object ({type(exc).__name__}: {exc}); its fields are not as the kind defines them")
 
 
 def _kind_of(doc: object) -> str:

@@ -93,54 +93,54 @@ def _at_path(aw: Manifest, obj: Mapping[str, Any], path: str, where: str) -> Any
     return cursor
 
 
-def _int_at(obj: Mapping[str, Any], path: str, default: int) -> int:
-    cursor: Any = obj
-    for part in path.split(".")[1:]:
-        if not isinstance(cursor, Mapping) or part not in cursor:
-            return default
-        cursor = cursor[part]
-    return cursor if isinstance(cursor, int) and not isinstance(cursor, bool) else default
+def _get(obj: object, *keys: str) -> object:
+    """obj[k1][k2]..., or None where a level is missing or not an object."""
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _inferred(aw: Manifest, obj: Mapping[str, Any], where: str) -> list[tuple[int, str]]:
+    """The library's InferPodSets: (replicas, path) of each pod template of a known kind."""
     gvk = (obj.get("apiVersion"), obj.get("kind"))
-    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
     if gvk == ("batch/v1", "Job"):
-        pods = _int_at(obj, "template.spec.parallelism", 1)
-        pods = min(pods, _int_at(obj, "template.spec.completions", pods))
+        pods = _int(_get(obj, "spec", "parallelism"), 1)
+        pods = min(pods, _int(_get(obj, "spec", "completions"), pods))
         return [(pods, "template.spec.template")]
     if gvk == ("jobset.x-k8s.io/v1alpha2", "JobSet"):
         out = []
-        for i, _ in enumerate(spec.get("replicatedJobs") or []):
-            prefix = f"template.spec.replicatedJobs[{i}]"
-            rj = spec["replicatedJobs"][i]
-            jspec = ((rj.get("template") or {}).get("spec") or {}) if isinstance(rj, Mapping) else {}
-            pods = jspec.get("parallelism", 1) if isinstance(jspec.get("parallelism"), int) else 1
-            if isinstance(jspec.get("completions"), int) and jspec["completions"] < pods:
-                pods = jspec["completions"]
-            replicas = rj.get("replicas", 1) if isinstance(rj, Mapping) and isinstance(rj.get("replicas"), int) else 1
-            out.append((replicas * pods, f"{prefix}.template.spec.template"))
+        for i, rj in enumerate(_list(_get(obj, "spec", "replicatedJobs"))):
+            pods = _int(_get(rj, "template", "spec", "parallelism"), 1)
+            pods = min(pods, _int(_get(rj, "template", "spec", "completions"), pods))
+            out.append((_int(_get(rj, "replicas"), 1) * pods, f"template.spec.replicatedJobs[{i}].template.spec.template"))
         return out
     if gvk == ("kubeflow.org/v1", "PyTorchJob"):
-        specs = spec.get("pytorchReplicaSpecs") or {}
         return [
-            (specs[t].get("replicas", 1) if isinstance(specs[t].get("replicas"), int) else 1,
-             f"template.spec.pytorchReplicaSpecs.{t}.template")
-            for t in ("Master", "Worker") if isinstance(specs.get(t), Mapping) and "template" in specs[t]
+            (_int(_get(obj, "spec", "pytorchReplicaSpecs", t, "replicas"), 1), f"template.spec.pytorchReplicaSpecs.{t}.template")
+            for t in ("Master", "Worker") if _get(obj, "spec", "pytorchReplicaSpecs", t, "template") is not None
         ]
     if gvk in (("ray.io/v1", "RayCluster"), ("ray.io/v1", "RayJob")):
-        prefix = "template.spec." if gvk[1] == "RayCluster" else "template.spec.rayClusterSpec."
-        cluster = spec if gvk[1] == "RayCluster" else (spec.get("rayClusterSpec") or {})
+        keys = ("spec",) if gvk[1] == "RayCluster" else ("spec", "rayClusterSpec")
+        prefix = "template." + ".".join(keys) + "."
         out = [(1, prefix + "headGroupSpec.template")]
-        for i, wg in enumerate(cluster.get("workerGroupSpecs") or []):
-            if isinstance(wg, Mapping) and "template" in wg:
-                out.append((wg.get("replicas", 1) if isinstance(wg.get("replicas"), int) else 1,
-                            f"{prefix}workerGroupSpecs[{i}].template"))
+        for i, wg in enumerate(_list(_get(obj, *keys, "workerGroupSpecs"))):
+            if _get(wg, "template") is not None:
+                out.append((_int(_get(wg, "replicas"), 1), f"{prefix}workerGroupSpecs[{i}].template"))
         return out
     if gvk == ("v1", "Pod"):
         return [(1, "template")]
     if gvk in (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet")):
-        return [(_int_at(obj, "template.spec.replicas", 1), "template.spec.template")]
+        return [(_int(_get(obj, "spec", "replicas"), 1), "template.spec.template")]
     raise aw.refuse(
         f"{where}.podSets",
         f"Required value: pod sets of a {gvk[1]} ({gvk[0]}) component cannot be inferred; declare them "
@@ -150,8 +150,9 @@ def _inferred(aw: Manifest, obj: Mapping[str, Any], where: str) -> list[tuple[in
 
 def _kueue_subset(raw: Mapping[str, Any]) -> dict[str, Any]:
     """GetPodTemplateSpec: what of a pod template the AppWrapper library hands to Kueue."""
-    src = raw["spec"]
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
+    src: Mapping[str, Any] = raw["spec"]
+    found = raw.get("metadata")
+    meta: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     out_meta = {k: dict(meta[k]) for k in ("labels", "annotations") if isinstance(meta.get(k), Mapping)}
     spec: dict[str, Any] = {}
     if src.get("initContainers"):
@@ -179,7 +180,8 @@ def _container(c: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("image", "command", "args"):
         if c.get(key) is not None:
             out[key] = c[key]
-    res = c.get("resources") if isinstance(c.get("resources"), Mapping) else {}
+    found = c.get("resources")
+    res: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     resources = {k: {n: rounded_up_to_milli(v) for n, v in res[k].items()}
                  for k in ("requests", "limits") if isinstance(res.get(k), Mapping)}
     if resources:

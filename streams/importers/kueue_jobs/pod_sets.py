@@ -41,7 +41,7 @@ class PodSetSource:
 
     name: str
     count: int
-    template: Mapping[str, Any]
+    template: object  # a PodTemplateSpec as written; anything else is refused naming `path`
     path: str
     min_count: int | None = None
 

@@ -117,9 +117,10 @@ def _containers(raw: object, as_stored: bool) -> list[dict[str, Any]] | None:
     if not isinstance(raw, list) or not raw:
         return None
     out = []
-    for c in raw:
-        c = c if isinstance(c, Mapping) else {}
-        resources = c.get("resources") if isinstance(c.get("resources"), Mapping) else {}
+    for item in raw:
+        c: Mapping[str, Any] = item if isinstance(item, Mapping) else {}
+        found = c.get("resources")
+        resources: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         ports = c.get("ports")
         out.append({
             "ports": [_ordered({"protocol": "TCP", **p} if as_stored else p, _PORT_FIELDS) for p in ports if isinstance(p, Mapping)]
