@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from streams.importers.kueue_jobs import JobRefused, Naming, convert_documents, workloads_for
+from streams.importers.kueue_jobs import (
+    JobRefused,
+    Naming,
+    convert_documents,
+    workloads_for,
+)
 
 NAMING = Naming(suffix=lambda: "x7k2p", now=lambda: 0.0)
 
