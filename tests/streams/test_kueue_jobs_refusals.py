@@ -87,6 +87,8 @@ def test_min_parallelism_outside_the_job_is_refused_with_kueues_message(value: s
         (lambda m: m["spec"]["template"]["spec"].update(containers=[]), "spec.template.spec.containers", "Required value"),
         (lambda m: m["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"].update(cpu="lots"),
          "spec.template.spec.containers[0].resources.requests.cpu", "invalid"),
+        (lambda m: m["metadata"]["labels"].update({"kueue.x-k8s.io/queue-name": "Team_Q"}),
+         "metadata.labels[kueue.x-k8s.io/queue-name]", 'Invalid value: "Team_Q": a lowercase RFC 1123 subdomain'),
         (lambda m: m["metadata"]["labels"].update({"kueue.x-k8s.io/max-exec-time-seconds": "60"}),
          "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]", "maximumExecutionTimeSeconds is not supported"),
         (lambda m: m["spec"]["template"].update(metadata={"annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}}),

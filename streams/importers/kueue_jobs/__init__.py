@@ -167,7 +167,8 @@ def _one(doc: Mapping[str, Any], naming: Naming) -> Manifest | tuple[str, list[d
     ref = ref_of(doc)
     kind = doc.get("kind")
     api_version = doc.get("apiVersion")
-    if kind == "Workload" and (api_version is None or str(api_version).startswith("kueue.x-k8s.io/")):
+    # A document without a kind is a Workload, as the engine reads one.
+    if (kind is None or kind == "Workload") and (api_version is None or str(api_version).startswith("kueue.x-k8s.io/")):
         # Passed on as written: the engine decides about a Workload (Rejected names what is wrong).
         return (ref, [dict(doc)], "")
     if not isinstance(kind, str) or not kind:

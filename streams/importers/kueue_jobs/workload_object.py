@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from domain.names import label_value_problem
+from domain.names import invalid, label_value_problem, subdomain_problem
 from streams.importers.kueue_jobs.manifest import (
     ELASTIC_JOB_ANNOTATION,
     JOB_UID_LABEL,
@@ -47,6 +47,12 @@ def check_managed(job: Manifest) -> None:
             "outside any quota; Kueue's manageJobsWithoutQueueName is off by default and defaulting to a "
             "LocalQueue named \"default\" is not modelled)",
         )
+    # jobframework ValidateLabelAsCRDName: the names of Kueue objects the labels point to.
+    for label in (QUEUE_LABEL, PRIORITY_CLASS_LABEL):
+        value = job.labels.get(label)
+        problem = subdomain_problem(value) if value else None
+        if value and problem is not None:
+            raise job.refuse(f"metadata.labels[{label}]", invalid(value, problem))
     max_exec = job.labels.get(MAX_EXEC_TIME_LABEL)
     if max_exec is not None:
         try:
