@@ -95,6 +95,8 @@ def test_min_parallelism_outside_the_job_is_refused_with_kueues_message(value: s
          "spec.template.metadata.annotations[kueue.x-k8s.io/podset-required-topology]", "topology-aware scheduling"),
         (lambda m: m["spec"]["template"]["spec"].update(resourceClaims=[{"name": "gpu"}]),
          "spec.template.spec.resourceClaims", "dynamic resource allocation"),
+        (lambda m: m["metadata"].update(annotations={"kueue.x-k8s.io/admission-gated-by": "my-controller"}),
+         "metadata.annotations[kueue.x-k8s.io/admission-gated-by]", "admission gates are not supported"),
         (lambda m: m["metadata"].update(annotations={"kueue.x-k8s.io/elastic-job": "true"}),
          "metadata.annotations[kueue.x-k8s.io/elastic-job]", "elastic jobs"),
     ],

@@ -36,6 +36,7 @@ from streams.importers.kueue_jobs.manifest import (
     JobRefused,
     Manifest,
     Naming,
+    integer,
     mapping,
     non_negative,
     read_manifest,
@@ -50,6 +51,7 @@ from streams.importers.kueue_jobs.workload_object import (
 )
 
 MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
+MAX_LWS_REPLICAS: Final = 1_000_000
 SUSPENDED_BY_PARENT: Final = "kueue.x-k8s.io/pod-suspending-parent"
 _LWS_PREFIX: Final = "leaderworkerset.sigs.k8s.io"
 _LWS_NAME_LABEL: Final = "leaderworkerset.sigs.k8s.io/name"
@@ -114,7 +116,10 @@ def convert_stateful_set(sts: Manifest, naming: Naming) -> list[dict[str, Any]]:
 def convert_leader_worker_set(lws: Manifest, naming: Naming) -> list[dict[str, Any]]:
     check_managed(lws)
     spec = lws.spec
-    replicas = non_negative(spec.get("replicas"), "spec.replicas", lws, 1)
+    replicas = integer(spec.get("replicas"), "spec.replicas", lws, 1)
+    if not 0 <= replicas <= MAX_LWS_REPLICAS:  # leaderworkerset_webhook.go validateReplicasField
+        bound = "must be >= 0" if replicas < 0 else f"must be <= {MAX_LWS_REPLICAS}"
+        raise lws.refuse("spec.replicas", f"Invalid value: {replicas}: invalid LeaderWorkerSet replicas: {bound}, got {replicas}")
     lwt = mapping(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate", lws)
     size = non_negative(lwt.get("size"), "spec.leaderWorkerTemplate.size", lws, 1)
     pod_sets = []

@@ -35,6 +35,9 @@ from streams.importers.kueue_jobs.manifest import (
 
 WORKLOAD_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
 _PROVREQ_PREFIX: Final = "provreq.kueue.x-k8s.io/"
+# Kueue's pkg/constants AdmissionGatedByAnnotation (AdmissionGatedBy gate, beta, on): copied to
+# the Workload, which is not admitted while it is set.
+ADMISSION_GATED_BY_ANNOTATION: Final = "kueue.x-k8s.io/admission-gated-by"
 
 
 def check_managed(job: Manifest) -> None:
@@ -69,6 +72,11 @@ def check_managed(job: Manifest) -> None:
         raise job.refuse(
             f"metadata.labels[{PREBUILT_WORKLOAD_LABEL}]",
             "Unsupported: a prebuilt workload is not converted; submit the Workload itself",
+        )
+    if ADMISSION_GATED_BY_ANNOTATION in job.annotations:
+        raise job.refuse(
+            f"metadata.annotations[{ADMISSION_GATED_BY_ANNOTATION}]",
+            "Unsupported: admission gates are not supported (the Workload would wait for a controller to lift them)",
         )
     if job.annotations.get(ELASTIC_JOB_ANNOTATION) == "true":
         raise job.refuse(
