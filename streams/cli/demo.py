@@ -14,7 +14,7 @@ The scenario (from the seeds: Kueue's ClusterQueue concept page):
    (1 CPU) waits behind it although it would fit (older workloads block newer ones).
 4. job-1 finishes: job-2 and then job-3 are admitted.
 5. The whole loop, on a second log with `quotaflow launch` (streams/launcher) following it: the
-   files of demo_jobs/ are published in order; train (low priority) runs as local processes,
+   Kueue-style Jobs of demo_jobs/ are submitted in order; train (low priority) runs as local processes,
    urgent (high priority) preempts it, the launcher stops train's pods and releases its quota,
    urgent runs and finishes, train is admitted again and finishes; quota usage as it goes.
 """
@@ -223,11 +223,19 @@ LAUNCH_TEXT = (
 
 
 def demo_events(path: Path) -> list[dict[str, Any]]:
-    """The input events a demo file stands for: its Workloads are submitted, the rest applied."""
+    """The input events a demo file stands for: its jobs are submitted as the Workloads Kueue's
+    integrations build (what `quotaflow submit -f` does), the rest applied."""
+    from streams.importers.kueue_jobs import convert_documents
+    from streams.importers.kueue_jobs.registry import CONFIGURATION_KINDS
     from streams.log.event_files import load_yaml_documents
 
     docs = [d for d in load_yaml_documents(path.read_text()) if d]
-    return [submitted(d) if d.get("kind") == "Workload" else applied(d) for d in docs]
+    config = [d for d in docs if d.get("kind") in CONFIGURATION_KINDS]
+    jobs = [(f"{path.name}#{i}", d) for i, d in enumerate(docs) if d.get("kind") not in CONFIGURATION_KINDS]
+    converted = convert_documents(jobs)
+    if converted.refused:
+        raise ValueError(f"{path.name}: " + "; ".join(str(r) for r in converted.refused))
+    return [applied(d) for d in config] + [submitted(w) for w in converted.workloads]
 
 
 def launcher_line(event: str, fields: dict[str, Any]) -> str | None:
