@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.preemption.candidates import CandidateIndex
+from domain.candidate_index import CandidateIndex
 from domain.decisions import PodSetAssignment
 from domain.flavor_assigner import Plans
 from domain.objects import (

@@ -11,7 +11,7 @@ import typer
 
 from streams.cli.common import broker_option, fail, run
 from streams.cli.publishing import publish
-from streams.cli.refs import NAMESPACE_HELP, split_ref
+from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, split_ref, workload_ref
 from streams.cli.waiting import timeout_option, wait_option
 from streams.log.envelope import CLI_SOURCE
 
@@ -47,7 +47,7 @@ def _reapply(
 
 
 def _update(command: str, broker: str, ref: str, namespace: str | None, change: dict[str, Any], what: str, wait: bool | None, timeout: float) -> None:
-    ns, name = split_ref(command, ref, namespace)
+    ns, name = workload_ref(command, ref, namespace, broker)
     obj = _latest(command, broker, "Workload", name, ns)
     obj.setdefault("spec", {}).update(change)
     publish(command, broker, [{"type": "WorkloadUpdated", "workload": obj}], lambda e: f"workload/{ns}/{name} {what}", wait=wait, timeout=timeout)
@@ -87,7 +87,7 @@ _queue_commands(resume_app, "resume", lambda keep: "None", keep_flag=False)
 
 def _workload_commands(app: typer.Typer, command: str, active: bool) -> None:
     def cmd(
-        workload: str = typer.Argument(..., metavar="NS/NAME"),
+        workload: str = typer.Argument(..., metavar="NS/NAME", help=WORKLOAD_REF_HELP),
         namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
         broker: str = broker_option(),
         wait: bool | None = wait_option(),
@@ -106,7 +106,7 @@ _workload_commands(resume_app, "resume", active=True)
 
 @set_app.command("priority")
 def set_priority(
-    workload: str = typer.Argument(..., metavar="NS/NAME"),
+    workload: str = typer.Argument(..., metavar="NS/NAME", help=WORKLOAD_REF_HELP),
     priority: int = typer.Argument(..., metavar="N"),
     namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
     broker: str = broker_option(),

@@ -245,7 +245,7 @@ def test_why_pending_reads_the_engine_without_changing_it() -> None:
 
 def test_memoized_parse_equals_parse_workload() -> None:
     """The fold parses accepted submissions once per template; the result is parse_workload's."""
-    from bench.engine_bench import generate, render
+    from devtools.cluster_stream import generate, render
 
     from domain.workload import parse_workload
     from projections.workload_decoding import parse_accepted, parse_accepted_json

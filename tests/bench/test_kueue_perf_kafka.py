@@ -1,6 +1,6 @@
 """Kueue's performance run in real time against `quotaflow agent` on Kafka, at a mini size.
 
-The mini run (bench/kueue_perf/configs/mini, worked out by hand in tests/test_kueue_perf_smoke.py)
+The mini run (devtools/kueue_perf/configs/mini, worked out by hand in tests/bench/test_kueue_perf_smoke.py)
 on the wall clock at half speed: the preemption cannot depend on timing (the preemptor arrives
 1.5 s before either victim could finish), so the decisions are the virtual run's and only the
 times move by the round trips through the broker.
@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from bench.kueue_perf import config, generator, realtime, virtual
-from bench.kueue_perf.batching import DEFAULT_WINDOW
+from devtools.kueue_perf import config, generator, virtual
+
+from bench.kueue_perf import realtime
+from devtools.kueue_perf.batching import DEFAULT_WINDOW
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(60, func_only=True)]
 

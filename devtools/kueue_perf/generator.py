@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.kueue_perf.config import Config
+from devtools.kueue_perf.config import Config
 from domain.quantity import amount
 
 V1BETA1 = "kueue.x-k8s.io/v1beta1"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import domain.engine
 from bench import engine_ab
-from bench import engine_bench as eb
+from devtools import cluster_stream
+from bench import engine_variants
 
 
 def test_base_engine_comes_from_the_extracted_tree_and_ours_stay(tmp_path: Path) -> None:
@@ -18,8 +19,8 @@ def test_base_engine_comes_from_the_extracted_tree_and_ours_stay(tmp_path: Path)
     assert Path(base.apply.__code__.co_filename).is_relative_to(tmp_path)
     assert sys.modules["domain.engine"] is domain.engine  # this checkout's modules are back
 
-    gen = eb.generate(60, 1, seed=3)
-    variants, _ = eb.build_variants(gen, ("base",))
+    gen = cluster_stream.generate(60, 1, seed=3)
+    variants, _ = engine_variants.build_variants(gen, ("base",))
     v = variants["base"]
     cpu_base, cpu_ours, same = engine_ab.compare(base, ours, v.prelude, v.stream, chunk=25)
     assert same and cpu_base > 0 and cpu_ours > 0

@@ -18,9 +18,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from bench.kueue_perf import config, generator, virtual
-from bench.kueue_perf.batching import Batcher
-from bench.kueue_perf.executor import Executor
+from devtools.kueue_perf import config, generator, virtual
+from devtools.kueue_perf.batching import Batcher
+from devtools.kueue_perf.executor import Executor
 from domain.decisions import Admitted, Cause, PodSetAssignment, Preempted
 
 TINY = """
@@ -167,7 +167,7 @@ def test_executor_sends_no_release_for_a_workload_whose_finish_it_already_sent()
 
 @pytest.mark.parametrize("batch", [True, False])
 def test_recorder_matches_a_mini_run_worked_by_hand(batch: bool) -> None:
-    scenario = generator.generate(config.load("mini"))  # bench/kueue_perf/configs/mini: read its comment
+    scenario = generator.generate(config.load("mini"))  # devtools/kueue_perf/configs/mini: read its comment
     result = virtual.run(scenario, batch=batch)
     s = result.summary
     # a0 runs 1-2.5 s, a1 2-2.5 s; b preempts both at 2.5 s (released at once), runs 2.5-3.5 s;
@@ -295,7 +295,7 @@ def test_virtual_run_with_the_engine_process_gc_thresholds_and_back(capsys: pyte
     import json
 
     from bench.kueue_perf.__main__ import main
-    from bench.kueue_perf.batching import DEFAULT_WINDOW
+    from devtools.kueue_perf.batching import DEFAULT_WINDOW
     from streams.agent.engine_child import ENGINE_GC_THRESHOLD
     from streams.settings import DEFAULT_STEP_BYTES, ENV_STEP_BYTES
 
@@ -405,7 +405,7 @@ def _evaluations(config_name: str, pure_python: bool) -> subprocess.CompletedPro
     if pure_python:
         env["QUOTAFLOW_PURE_PYTHON"] = "1"
     return subprocess.run([sys.executable, "-m", "bench.kueue_perf.evaluations", "--config", config_name, "--json", "-"],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=Path(__file__).resolve().parent.parent)
+                          capture_output=True, text=True, env=env, timeout=120, cwd=Path(__file__).resolve().parents[2])
 
 
 def test_evaluation_breakdown_of_the_mini_run_sorts_every_head_evaluation_by_its_outcome() -> None:

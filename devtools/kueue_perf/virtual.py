@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from bench.kueue_perf.batching import Batcher
-from bench.kueue_perf.executor import Executor
-from bench.kueue_perf.generator import Arrival, Scenario, submitted
-from bench.kueue_perf.recorder import Recorder, Summary
+from devtools.kueue_perf.batching import Batcher
+from devtools.kueue_perf.executor import Executor
+from devtools.kueue_perf.generator import Arrival, Scenario, submitted
+from devtools.kueue_perf.recorder import Recorder, Summary
 from domain.decisions import Decision
 from domain.engine import Engine
 

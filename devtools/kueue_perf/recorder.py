@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.kueue_perf.generator import Arrival, Scenario
+from devtools.kueue_perf.generator import Arrival, Scenario
 from domain.decisions import Admitted, Decision, Deleted, Evicted, Finished, Preempted, QuotaReleased, Rejected
 from domain.quantity import amount
 

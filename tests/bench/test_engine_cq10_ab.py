@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import engine_bench as eb
+from devtools import cluster_stream
+from bench import engine_variants
 from bench.engine_cq10_ab import fold_interleaved
 from domain.engine import Engine
 
 
 def test_each_side_folds_its_whole_stream_in_order() -> None:
-    gen = eb.generate(300, 1, seed=3)
-    variants, _ = eb.build_variants(gen, ("base", "cq10"))
+    gen = cluster_stream.generate(300, 1, seed=3)
+    variants, _ = engine_variants.build_variants(gen, ("base", "cq10"))
     base, cq10 = variants["base"], variants["cq10"]
     assert 0 < base.window < len(base.stream)
     seen: list[list[tuple[int, Any]]] = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from bench.kueue_perf.generator import Scenario
+from devtools.kueue_perf.generator import Scenario
 
 MAX_BATCH_EVENTS = 1000  # ~480 KB of WorkloadSubmitted events
 # Real time: how many of the runner's records the agent may have undecided before what falls
