@@ -25,6 +25,7 @@ from domain.workload import (
     resources_error,
 )
 
+_KUEUE_GROUP = "kueue.x-k8s.io"
 _V1BETA1 = "kueue.x-k8s.io/v1beta1"
 _V1BETA2 = "kueue.x-k8s.io/v1beta2"
 
@@ -101,8 +102,10 @@ def workload_spec(wl: TypedWorkload | None) -> WorkloadSpec:
     if spec.priorityClassSource not in (None, "", WORKLOAD_PRIORITY_CLASS_SOURCE):
         raise NotTyped
     ref = spec.priorityClassRef
-    if ref is not None and (ref.group is not None or ref.kind is not None):
-        raise NotTyped
+    if ref is not None and (
+        ref.group not in (None, _KUEUE_GROUP) or ref.kind not in (None, "WorkloadPriorityClass")
+    ):
+        raise NotTyped  # a PriorityClass, or a mismatch the general path refuses
     if spec.maximumExecutionTimeSeconds or spec.preemptionGates:
         raise NotTyped
     meta = wl.metadata

@@ -10,7 +10,12 @@ import pytest
 from domain import reasons
 from domain.fields import InvalidInput
 from domain.objects import PodPriorityClass
-from domain.priority import apply_pod_priority_class, defaulted, global_default, priority_of
+from domain.priority import (
+    apply_pod_priority_class,
+    defaulted,
+    global_default,
+    priority_of,
+)
 from domain.workload import WorkloadSpec, parse_workload
 
 

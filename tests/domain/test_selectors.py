@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.selectors import LabelSelector, SelectorError, node_affinity_matches, parse_node_selector_terms
+from domain.selectors import (
+    LabelSelector,
+    SelectorError,
+    node_affinity_matches,
+    parse_node_selector_terms,
+)
 
 ALPHA = {"team": "a", "tier": "gold"}
 BETA = {"team": "b"}
