@@ -48,15 +48,18 @@ from domain.objects import (
     Configuration,
     LocalQueueSpec,
     NamespaceSpec,
+    PodPriorityClass,
     ResourceFlavor,
     WorkloadPriorityClass,
     checked,
     object_key,
     parse_object,
 )
+from domain.priority import apply_pod_priority_class, defaulted, priority_of
 from domain.queues import PendingQueue
 from domain.quota import QuotaNode
 from domain.scheduler import schedule
+from domain.tas import check_flavor_update, topology_problems
 from domain.state import ClusterQueueState, State, WorkloadState
 from domain.timestamps import TimestampError, parse_time
 from domain.topology import (
@@ -410,6 +413,7 @@ class Engine:
     def apply_object(self, obj: ConfigObject, out: Emitter) -> None:
         state = self.state
         if isinstance(obj, ResourceFlavor):
+            check_flavor_update(state.flavors.get(obj.name), obj)
             state.flavors[obj.name] = obj
             self._refresh_activeness(out)
         elif isinstance(obj, ClusterQueueSpec):
@@ -439,6 +443,8 @@ class Engine:
         elif isinstance(obj, AdmissionCheckSpec):
             state.admission_checks[obj.name] = obj
             self._refresh_activeness(out)
+        elif isinstance(obj, PodPriorityClass):
+            apply_pod_priority_class(state.pod_priority_classes, obj)
         elif isinstance(obj, NamespaceSpec):
             state.namespaces[obj.name] = dict(obj.labels)
             wake_all(state)
@@ -545,6 +551,7 @@ class Engine:
             checks = [c.name for c in cq.spec.admission_checks if c.name not in state.admission_checks]
             if checks:
                 problems.append(f"references missing AdmissionCheck(s): {', '.join(checks)}")
+            problems.extend(topology_problems(cq.spec, state.flavors))
             if cq.spec.stop_policy != STOP_NONE:
                 problems.append("is stopped")
             if cq.terminating:
@@ -616,6 +623,8 @@ class Engine:
         elif kind == "Namespace":
             found = state.namespaces.pop(name, None) is not None
             wake_all(state)
+        elif kind == "PriorityClass":
+            found = state.pod_priority_classes.pop(name, None) is not None
         elif kind == "Configuration":
             state.configuration = Configuration()
             wake_all(state)
@@ -639,6 +648,7 @@ class Engine:
         key = spec.key
         if key in state.workloads or key in state.finished:
             raise InvalidInput(reasons.DUPLICATE_WORKLOAD, f"workload {key} already exists")
+        spec = self._defaulted(spec)
         priority = self._priority_of(spec)
         # FIFO position: creationTimestamp, else this event's time, else the log's latest time.
         queue_time = spec.creation_time
@@ -655,18 +665,12 @@ class Engine:
         else:
             set_pending(state, out, ws, (reasons.DEACTIVATED, reasons.MSG_DEACTIVATED))
 
+    def _defaulted(self, spec: WorkloadSpec) -> WorkloadSpec:
+        state = self.state
+        return defaulted(spec, state.priority_classes, state.configuration.workload_priority_class_defaulting)
+
     def _priority_of(self, spec: WorkloadSpec) -> int:
-        if spec.priority is not None:
-            return spec.priority
-        if spec.priority_class is None:
-            return 0
-        value = self.state.priority_classes.get(spec.priority_class)
-        if value is None:
-            raise InvalidInput(
-                reasons.NOT_FOUND,
-                f'spec.priorityClassName: WorkloadPriorityClass "{spec.priority_class}" not found',
-            )
-        return value
+        return priority_of(spec, self.state.priority_classes, self.state.pod_priority_classes)
 
     def _set_priority(self, ws: WorkloadState, priority: int, out: Emitter) -> None:
         if priority == ws.priority:
@@ -747,7 +751,7 @@ class Engine:
             drop_if_terminated(state, out, cq)
 
     def _workload_updated(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
-        spec = parse_workload(raw.get("workload"))
+        spec = self._defaulted(parse_workload(raw.get("workload")))
         state = self.state
         ws = state.workloads.get(spec.key)
         if ws is None:
@@ -764,7 +768,7 @@ class Engine:
         spec_kept = WorkloadSpec(
             spec.namespace, spec.name, spec.queue_name, spec.priority, spec.priority_class,
             spec.active, spec.labels, old.creation_time if spec.creation_time is None else spec.creation_time,
-            old.pod_sets,
+            old.pod_sets, pod_priority_class=spec.pod_priority_class,
         )
         was_pending = ws.admission is None and old.active
         if was_pending:
@@ -875,6 +879,7 @@ def config_key(obj: ConfigObject) -> str:
         WorkloadPriorityClass: "WorkloadPriorityClass",
         AdmissionCheckSpec: "AdmissionCheck",
         NamespaceSpec: "Namespace",
+        PodPriorityClass: "PriorityClass",
     }
     return object_key(kinds[type(obj)], obj.name)
 

@@ -30,7 +30,7 @@ def equivalence_class(ws: WorkloadState) -> tuple[object, ...]:
     """Namespace, priority and pod-set shape: what admission depends on (equal classes, equal
     answers)."""
     shape = tuple(
-        (p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.tolerations, p.above_limits)
+        (p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.node_affinity, p.tolerations, p.above_limits)
         for p in ws.spec.pod_sets
     )
     return (ws.spec.namespace, ws.priority, shape)

@@ -21,6 +21,7 @@ from domain.objects import (
     CohortSpec,
     Configuration,
     LocalQueueSpec,
+    PodPriorityClass,
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
@@ -106,6 +107,7 @@ class State:
     cohorts: dict[str, CohortState] = field(default_factory=dict)
     local_queues: dict[LQKey, LocalQueueSpec] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    pod_priority_classes: dict[str, PodPriorityClass] = field(default_factory=dict)  # scheduling.k8s.io
     admission_checks: dict[str, AdmissionCheckSpec] = field(default_factory=dict)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     configuration: Configuration = field(default_factory=Configuration)

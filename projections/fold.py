@@ -55,10 +55,12 @@ from domain.objects import (
     Configuration,
     LocalQueueSpec,
     NamespaceSpec,
+    PodPriorityClass,
     ResourceFlavor,
     WorkloadPriorityClass,
     parse_object,
 )
+from domain.priority import apply_pod_priority_class, defaulted, priority_of
 from domain.timestamps import TimestampError, parse_time
 from domain.workload import WorkloadSpec, parse_workload
 from projections.records import FR as FR  # (re-exported, as DecisionRecord)
@@ -117,6 +119,7 @@ class Projection:
         self.cohort_raw: dict[str, Mapping[str, Any]] = {}
         self.local_queues: dict[LQKey, LocalQueueSpec] = {}
         self.priority_classes: dict[str, int] = {}
+        self.pod_priority_classes: dict[str, PodPriorityClass] = {}
         self.admission_checks: dict[str, AdmissionCheckSpec] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
         self.configuration = Configuration()
@@ -366,6 +369,11 @@ class Projection:
                     self._reroute(wv)
         elif isinstance(obj, AdmissionCheckSpec):
             self.admission_checks[obj.name] = obj
+        elif isinstance(obj, PodPriorityClass):
+            try:
+                apply_pod_priority_class(self.pod_priority_classes, obj)
+            except InvalidInput:
+                raise _Reject from None
         elif isinstance(obj, NamespaceSpec):
             self.namespaces[obj.name] = dict(obj.labels)
         elif isinstance(obj, Configuration):
@@ -441,6 +449,9 @@ class Projection:
         elif kind == "Namespace":
             if self.namespaces.pop(name, None) is None:
                 raise _Reject
+        elif kind == "PriorityClass":
+            if self.pod_priority_classes.pop(name, None) is None:
+                raise _Reject
         elif kind == "Configuration":
             self.configuration = Configuration()
         else:
@@ -457,15 +468,15 @@ class Projection:
             self._reroute(wv)
 
     # -- workloads -------------------------------------------------------------------------------
+    def _defaulted(self, spec: WorkloadSpec) -> WorkloadSpec:
+        return defaulted(spec, self.priority_classes, self.configuration.workload_priority_class_defaulting)
+
     def _priority_of(self, spec: WorkloadSpec) -> int:
-        if spec.priority is not None:
-            return spec.priority
-        if spec.priority_class is None:
-            return 0
-        value = self.priority_classes.get(spec.priority_class)
-        if value is None:
-            raise _Reject
-        return value
+        """The engine's (domain/priority.py)."""
+        try:
+            return priority_of(spec, self.priority_classes, self.pod_priority_classes)
+        except InvalidInput:
+            raise _Reject from None
 
     def _workload_submitted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
         spec = parse_accepted(raw.get("workload")) if top_level else parse_workload(raw.get("workload"))
@@ -483,16 +494,11 @@ class Projection:
         workloads = self.workloads
         if key in workloads or key in self.finished:
             raise _Reject
-        priority = template.priority
+        template = self._defaulted(template)
         pc = template.priority_class
+        priority = template.priority
         if priority is None:
-            if pc is None:
-                priority = 0
-            else:
-                value = self.priority_classes.get(pc)
-                if value is None:
-                    raise _Reject
-                priority = value
+            priority = self._priority_of(template)
         queue_time = creation
         if queue_time is None:
             queue_time = self._event_time if self._event_time is not None else self.clock
@@ -510,7 +516,7 @@ class Projection:
         self._dirty[key] = None  # queued once this event's decisions are folded (see _reroute)
 
     def _workload_updated(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
-        spec = parse_workload(raw.get("workload"))
+        spec = self._defaulted(parse_workload(raw.get("workload")))
         wv = self.workloads.get(spec.key)
         if wv is None:
             raise _Reject
@@ -523,7 +529,7 @@ class Projection:
         kept = WorkloadSpec(
             spec.namespace, spec.name, spec.queue_name, spec.priority, spec.priority_class,
             spec.active, spec.labels, old.creation_time if spec.creation_time is None else spec.creation_time,
-            old.pod_sets, old.uid,
+            old.pod_sets, old.uid, pod_priority_class=spec.pod_priority_class,
         )
         self._dequeue(wv)
         if (old.namespace, old.queue_name) != (kept.namespace, kept.queue_name):
@@ -596,7 +602,7 @@ class Projection:
             wv.spec = WorkloadSpec(
                 wv.spec.namespace, wv.spec.name, wv.spec.queue_name, wv.spec.priority,
                 wv.spec.priority_class, False, wv.spec.labels, wv.spec.creation_time,
-                wv.spec.pod_sets, wv.spec.uid,
+                wv.spec.pod_sets, wv.spec.uid, pod_priority_class=wv.spec.pod_priority_class,
             )
 
     # -- pending queues --------------------------------------------------------------------------

@@ -56,7 +56,7 @@ class WorkloadView(msgspec.Struct, gc=False):
             t = self.template
             self.template = WorkloadSpec(
                 t.namespace, self.name, t.queue_name, t.priority, t.priority_class, t.active,
-                t.labels, self.creation, t.pod_sets, self.uid,
+                t.labels, self.creation, t.pod_sets, self.uid, pod_priority_class=t.pod_priority_class,
             )
             self.name = None
         return self.template

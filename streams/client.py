@@ -38,6 +38,7 @@ for _kind, _short in (
     ("WorkloadPriorityClass", "wpc"),
     ("AdmissionCheck", None),
     ("Namespace", "ns"),
+    ("PriorityClass", "pc"),  # Kubernetes' (scheduling.k8s.io/v1)
     ("Configuration", None),
     ("Workload", "wl"),
 ):
@@ -46,6 +47,7 @@ for _kind, _short in (
             KIND_ALIASES[alias] = _kind
 KIND_ALIASES["namespaces"] = "Namespace"
 KIND_ALIASES["workloadpriorityclasses"] = "WorkloadPriorityClass"
+KIND_ALIASES["priorityclasses"] = "PriorityClass"
 
 Event = Mapping[str, Any]
 
