@@ -56,6 +56,8 @@ from domain.objects import (
 )
 from domain.queues import PendingQueue
 from domain.quota import QuotaNode
+from domain.resource_transformations import apply_to_spec, as_written
+from domain.retransform import requests_changed
 from domain.scheduler import schedule
 from domain.state import ClusterQueueState, State, WorkloadState
 from domain.timestamps import TimestampError, parse_time
@@ -443,7 +445,8 @@ class Engine:
             state.namespaces[obj.name] = dict(obj.labels)
             wake_all(state)
         elif isinstance(obj, Configuration):
-            state.configuration = obj
+            old_configuration, state.configuration = state.configuration, obj
+            requests_changed(state, out, old_configuration, obj)
             wake_all(state)
 
     def _apply_cluster_queue(self, spec: ClusterQueueSpec, out: Emitter) -> None:
@@ -617,7 +620,8 @@ class Engine:
             found = state.namespaces.pop(name, None) is not None
             wake_all(state)
         elif kind == "Configuration":
-            state.configuration = Configuration()
+            old_configuration, state.configuration = state.configuration, Configuration()
+            requests_changed(state, out, old_configuration, state.configuration)
             wake_all(state)
         else:
             raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{shown(kind)}"')
@@ -636,6 +640,7 @@ class Engine:
 
     def _submit(self, spec: WorkloadSpec, seq: int, out: Emitter, submitted: list[str]) -> None:
         state = self.state
+        spec = apply_to_spec(spec, state.configuration.resources)  # Configuration `resources`
         key = spec.key
         if key in state.workloads or key in state.finished:
             raise InvalidInput(reasons.DUPLICATE_WORKLOAD, f"workload {key} already exists")
@@ -753,7 +758,7 @@ class Engine:
         if ws is None:
             raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {spec.key} not found")
         old = ws.spec
-        if spec.pod_sets != old.pod_sets:
+        if spec.pod_sets != as_written(old.pod_sets):
             raise InvalidInput(reasons.IMMUTABLE_FIELD, "spec.podSets: field is immutable")
         if spec.queue_name != old.queue_name and ws.admission is not None:
             raise InvalidInput(

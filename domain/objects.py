@@ -16,6 +16,7 @@ from domain.fields import Fields, InvalidInput
 from domain.names import invalid, label_problem, labels_message, shown, subdomain_problem
 from domain.quantity import QuantityError, amount
 from domain.quota import FR, fr_key
+from domain.resource_transformations import NO_RESOURCES, ResourcesConfig, parse_resources
 from domain.selectors import LabelSelector, SelectorError
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -204,6 +205,8 @@ class Configuration:
     eviction_release: str = ON_RELEASE
     # featureGates (Kueue's defaults): PrioritizePreemptorWorkloads, alpha, off.
     prioritize_preemptor_workloads: bool = False
+    # `resources`: excludeResourcePrefixes and transformations (domain/resource_transformations.py).
+    resources: ResourcesConfig = NO_RESOURCES
 
 
 # Kueue feature gates quotaflow implements, with Kueue's defaults. Kueue refuses to start on a
@@ -531,6 +534,7 @@ def parse_configuration(obj: Fields) -> Configuration:
         strategies,
         release,
         prioritize_preemptor_workloads=gates[PRIORITIZE_PREEMPTOR_WORKLOADS],
+        resources=parse_resources(obj),
     )
 
 

@@ -30,6 +30,9 @@ class PodSet:
     tolerations: tuple[Toleration, ...]
     # (path below the pod set, resources) where a container requests more than its limit
     above_limits: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # The per-pod requests as the pods ask them, where the Configuration's `resources` make
+    # `per_pod` (what counts against quota) differ (domain/resource_transformations.py).
+    requested: tuple[tuple[str, int], ...] | None = None
 
 
 class WorkloadSpec(msgspec.Struct, frozen=True):
