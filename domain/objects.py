@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain import reasons
+from domain.admission_fair_sharing import (
+    ADMISSION_MODES,
+    AdmissionFairSharing,
+    parse_admission_fair_sharing,
+)
 from domain.fields import Fields, InvalidInput
 from domain.names import invalid, label_problem, labels_message, shown, subdomain_problem
 from domain.quantity import QuantityError, amount
@@ -147,6 +152,8 @@ class ClusterQueueSpec:
     admission_checks: tuple[AdmissionCheckRule, ...]
     eviction_release: str | None = None  # overrides Configuration.eviction_release
     yunikorn_rules: bool = False
+    # spec.admissionScope.admissionMode (domain/admission_fair_sharing.py), if set
+    admission_mode: str | None = None
 
     def quotas(self) -> dict[FR, ResourceQuota]:
         return quotas_by_flavor_resource(self.resource_groups)
@@ -173,6 +180,7 @@ class LocalQueueSpec:
     name: str
     cluster_queue: str
     stop_policy: str
+    fair_weight: int = 1000  # spec.fairSharing.weight in milli-units (admission fair sharing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +215,9 @@ class Configuration:
     prioritize_preemptor_workloads: bool = False
     # `resources`: excludeResourcePrefixes and transformations (domain/resource_transformations.py).
     resources: ResourcesConfig = NO_RESOURCES
+    # `admissionFairSharing` (Kueue's AdmissionFairSharing gate is beta and on by default; the gate
+    # itself is not one quotaflow lets you turn off).
+    admission_fair_sharing: AdmissionFairSharing | None = None
 
 
 # Kueue feature gates quotaflow implements, with Kueue's defaults. Kueue refuses to start on a
@@ -431,7 +442,21 @@ def parse_cluster_queue(obj: Fields) -> ClusterQueueSpec:
         admission_checks=checks,
         eviction_release=release,
         yunikorn_rules=_quota_model(obj) == YUNIKORN,
+        admission_mode=_admission_mode(spec),
     )
+
+
+def _admission_mode(spec: Fields) -> str | None:
+    scope = spec.opt_sub("admissionScope")
+    if scope is None:
+        return None
+    mode = scope.opt_str("admissionMode")
+    if mode is None:
+        raise scope.fail("admissionMode", "Required value")
+    if mode not in ADMISSION_MODES:
+        choices = ", ".join(f'"{m}"' for m in ADMISSION_MODES)
+        raise scope.fail("admissionMode", f'Unsupported value: "{mode}": supported values: {choices}')
+    return mode
 
 
 def _admission_checks(spec: Fields, groups: tuple[ResourceGroup, ...]) -> tuple[AdmissionCheckRule, ...]:
@@ -481,6 +506,7 @@ def parse_local_queue(obj: Fields) -> LocalQueueSpec:
         _name(meta),
         checked(spec, "clusterQueue", cluster_queue, subdomain_problem(cluster_queue)),
         spec.enum("stopPolicy", (STOP_NONE, HOLD, HOLD_AND_DRAIN), STOP_NONE),
+        _fair_weight(spec),
     )
 
 
@@ -535,6 +561,7 @@ def parse_configuration(obj: Fields) -> Configuration:
         release,
         prioritize_preemptor_workloads=gates[PRIORITIZE_PREEMPTOR_WORKLOADS],
         resources=parse_resources(obj),
+        admission_fair_sharing=parse_admission_fair_sharing(obj),
     )
 
 

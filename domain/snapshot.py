@@ -173,7 +173,8 @@ def load(data: bytes) -> Engine:
             state.cluster_queues[a.cluster_queue].node.add_usages(usage)
         elif w.queued and w.cluster_queue is not None:
             ws.queued = True
-            state.cluster_queues[w.cluster_queue].queue.push(ws.order_key, equivalence_class(ws))
+            cq = state.cluster_queues[w.cluster_queue]
+            cq.queue.push(ws.order_key, equivalence_class(ws, cq))
     for q in snap.queues:
         cq = state.cluster_queues[q.name]
         cq.admitted = dict.fromkeys(q.admitted)
