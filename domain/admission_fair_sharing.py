@@ -167,8 +167,9 @@ class LedgerEntry:
     pending: dict[str, int] = field(default_factory=dict)  # sum of `penalties`
     penalties: dict[str, dict[str, int]] = field(default_factory=dict)  # workload -> its penalty
     admitted: dict[str, int] = field(default_factory=dict)  # Kueue amounts, flavors summed
-    rank: Rank | None = None  # cached for `rank_weight`; dropped when anything above changes
-    rank_weight: int = -1
+    # cached for `rank_weight`; dropped when anything above changes (derived: not compared)
+    rank: Rank | None = field(default=None, compare=False)
+    rank_weight: int = field(default=-1, compare=False)
 
 
 class UsageLedger:
@@ -339,13 +340,13 @@ class UsageLedger:
 
     # -- reading -----------------------------------------------------------------------------
     def rank(self, lq: LQKey, now: int, weight_milli: int) -> Rank:
-        """The LocalQueue's usage as of `now`, for ordering: (1, 0) when its weight is 0 (Kueue:
-        +Inf, last), else (0, usage)."""
+        """The LocalQueue's usage as of its last sampling or change, for ordering: (1, 0) when
+        its weight is 0 (Kueue: +Inf, last), else (0, usage). It makes no sampling itself: those
+        are made before each admission cycle (`advance`), so an order read while an event is
+        applied is the one its queue was last told about (`order_changed`)."""
         e = self.entries.get(lq)
         if e is None:
             e = self.entry(lq, now)
-        else:
-            self.sync(lq, e, now)
         if e.rank is not None and e.rank_weight == weight_milli:
             return e.rank
         rank = (1, Fraction(0)) if weight_milli <= 0 else (0, self._weighted(e) * 1000 / weight_milli)
@@ -363,6 +364,9 @@ class UsageLedger:
 
     def usage_value(self, lq: LQKey, now: int, weight_milli: int) -> float:
         """What `kueue_local_queue_admission_fair_sharing_usage` reports (+Inf for weight 0)."""
+        e = self.entries.get(lq)
+        if e is not None:
+            self.sync(lq, e, now)
         inf, value = self.rank(lq, now, weight_milli)
         return float("inf") if inf else float(value)
 

@@ -90,15 +90,18 @@ def no_longer_admitted(state: State, ws: WorkloadState) -> None:
     """Evicted or preempted: its usage leaves its LocalQueue's admitted usage."""
     if state.afs.counted:
         state.afs.uncount(ws.key, state.clock)
+        order_changed(state, _lq_of(ws))
 
 
 def released(state: State, ws: WorkloadState) -> None:
     """Its quota is given back: no longer admitted, and a penalty it never settled is dropped."""
     afs = state.afs
-    if afs.counted:
-        afs.uncount(ws.key, state.clock)
-    if afs.entries:
-        afs.drop_penalty(_lq_of(ws), ws.key)
+    if not afs.entries:
+        return
+    afs.uncount(ws.key, state.clock)
+    lq = _lq_of(ws)
+    afs.drop_penalty(lq, ws.key)
+    order_changed(state, lq)
 
 
 def local_queue_applied(state: State, lq: LQKey) -> None:
@@ -117,6 +120,9 @@ def configuration_applied(state: State) -> None:
     if enabled(state):
         for lq in state.local_queues:
             state.afs.entry(lq, state.clock)
+    for cq in state.cluster_queues.values():  # new weights: each fair queue's order may differ
+        if cq.queue.fair_order_changed() and cq.active:
+            state.ready[cq.name] = None
 
 
 def advance(state: State) -> None:
