@@ -23,8 +23,9 @@ localqueue_controller.go `reconcileConsumedUsage` and workload_controller.go
 Time: quotaflow has no clock. Its time is the log's: the latest event `time` seen
 (`State.clock`). A sampling that falls between two events is made when the next event is
 applied, with the admitted usage as it stood (nothing changes between events), so the values are
-Kueue's for a reconcile at each interval. Several intervals without an event are folded at once
-(`keep ** k` in one step instead of k rounded steps).
+Kueue's for a reconcile at each interval. The samplings since the admitted usage last changed are
+folded in one step from the value at that change (`keep ** k`, rounded once, where Kueue rounds
+at each of the k reconciles), so that they give the same nanos however they are grouped.
 
 Arithmetic: values are integers in nano-units of the resource's base unit, as Kueue's quantities
 after `MulByFloat` (which rounds down to 9 decimals). The decay factor `0.5 ** x` is computed with
@@ -163,7 +164,12 @@ class LedgerEntry:
     """One LocalQueue's `UsageLedgerEntry`, with the admitted usage it decays towards."""
 
     last_update: int  # µs (the log's time)
-    consumed: dict[str, int] = field(default_factory=dict)  # nano base units
+    consumed: dict[str, int] = field(default_factory=dict)  # nano base units, as of last_update
+    # `consumed` when `admitted` last changed (or a penalty settled), and the samplings made since:
+    # consumed is always computed from these in one step, so that folding the same samplings in
+    # one go or in several (the engine at each event, a projection when read) gives the same nanos.
+    base: dict[str, int] = field(default_factory=dict)
+    base_ticks: int = 0
     pending: dict[str, int] = field(default_factory=dict)  # sum of `penalties`
     penalties: dict[str, dict[str, int]] = field(default_factory=dict)  # workload -> its penalty
     admitted: dict[str, int] = field(default_factory=dict)  # Kueue amounts, flavors summed
@@ -208,32 +214,40 @@ class UsageLedger:
         if ticks <= 0:
             return False
         e.last_update += ticks * interval
+        e.base_ticks += ticks
         self._schedule(lq, e)
         if config.half_life_ns == 0:
             changed = bool(e.consumed)
             e.consumed = {}
+            e.base = {}
         else:
-            changed = self._decay(e, _keep(ticks * interval * 1000, config.half_life_ns))
+            out = self._decayed(e.base, e.admitted, _keep(e.base_ticks * interval * 1000, config.half_life_ns))
+            changed = out != e.consumed
+            e.consumed = out
         if changed:
             e.rank = None
         return changed
 
     @staticmethod
-    def _decay(e: LedgerEntry, keep: tuple[int, int]) -> bool:
+    def _decayed(consumed: dict[str, int], admitted: dict[str, int], keep: tuple[int, int]) -> dict[str, int]:
         """consumed * keep + admitted * (1 - keep), each product rounded down to a nano."""
-        if not e.consumed and not e.admitted:
-            return False
+        if not consumed and not admitted:
+            return {}
         num, den = keep
         out: dict[str, int] = {}
-        for res in sorted(set(e.consumed) | set(e.admitted)):
-            value = e.consumed.get(res, 0) * num // den
-            held = e.admitted.get(res, 0)
+        for res in sorted(set(consumed) | set(admitted)):
+            value = consumed.get(res, 0) * num // den
+            held = admitted.get(res, 0)
             if held:
                 value += nanos(res, held) * (den - num) // den
             out[res] = value
-        changed = out != e.consumed
-        e.consumed = out
-        return changed
+        return out
+
+    @staticmethod
+    def _rebase(e: LedgerEntry) -> None:
+        """What the history decays from changes (the admitted usage, a settled penalty)."""
+        e.base = dict(e.consumed)
+        e.base_ticks = 0
 
     def advance(self, now: int) -> list[LQKey]:
         """The samplings due by `now` across all LocalQueues; the LocalQueues whose usage changed."""
@@ -298,13 +312,15 @@ class UsageLedger:
         if settle:
             config = self.config
             if config.half_life_ns != 0:
-                self._decay(e, _keep((now - e.last_update) * 1000, config.half_life_ns))
+                e.consumed = self._decayed(
+                    e.consumed, e.admitted, _keep((now - e.last_update) * 1000, config.half_life_ns))
             penalty = self._drop_penalty(e, workload)
             if penalty:
                 for res, value in penalty.items():
                     e.consumed[res] = e.consumed.get(res, 0) + value
             e.last_update = now
             self._schedule(lq, e)
+        self._rebase(e)
         e.rank = None
 
     def _count(self, e: LedgerEntry, lq: LQKey, workload: str, usage: dict[str, int]) -> None:
@@ -324,6 +340,7 @@ class UsageLedger:
         if e is None:
             return
         self.sync(lq, e, now)
+        self._rebase(e)
         for res, amount in usage.items():
             left = e.admitted.get(res, 0) - amount
             if left:
@@ -380,4 +397,5 @@ class UsageLedger:
         self.due = []
         for lq, e in self.entries.items():
             e.rank = None
+            self._rebase(e)
             self._schedule(lq, e)

@@ -71,6 +71,8 @@ class LedgerSnap(msgspec.Struct, array_like=True):
     consumed: list[tuple[str, str]]
     penalties: list[tuple[str, list[tuple[str, str]]]]
     admitted: list[tuple[str, int]]
+    base: list[tuple[str, str]]
+    base_ticks: int
 
 
 class Snapshot(msgspec.Struct):
@@ -157,7 +159,7 @@ def dump(engine: Engine) -> bytes:
             LedgerSnap(
                 ns, name, e.last_update, [(r, str(v)) for r, v in e.consumed.items()],
                 [(w, [(r, str(v)) for r, v in p.items()]) for w, p in e.penalties.items()],
-                list(e.admitted.items()),
+                list(e.admitted.items()), [(r, str(v)) for r, v in e.base.items()], e.base_ticks,
             )
             for (ns, name), e in state.afs.entries.items()
         ],
@@ -238,8 +240,12 @@ def _restore_ledger(ledger: UsageLedger, snap: Snapshot) -> None:
     ledger.due = []
     for s in snap.afs:
         e = LedgerEntry(
-            s.last_update, {r: int(v) for r, v in s.consumed}, {},
-            {w: {r: int(v) for r, v in p} for w, p in s.penalties}, dict(s.admitted),
+            s.last_update,
+            consumed={r: int(v) for r, v in s.consumed},
+            base={r: int(v) for r, v in s.base},
+            base_ticks=s.base_ticks,
+            penalties={w: {r: int(v) for r, v in p} for w, p in s.penalties},
+            admitted=dict(s.admitted),
         )
         for penalty in e.penalties.values():
             for res, value in penalty.items():
