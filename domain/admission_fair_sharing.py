@@ -28,15 +28,16 @@ folded in one step from the value at that change (`keep ** k`, rounded once, whe
 at each of the k reconciles), so that they give the same nanos however they are grouped.
 
 Arithmetic: values are integers in nano-units of the resource's base unit, as Kueue's quantities
-after `MulByFloat` (which rounds down to 9 decimals). The decay factor `0.5 ** x` is computed with
-Python's `decimal` module at 17 significant digits (libmpdec: integer arithmetic, the same digits
-on every machine; Kueue uses float64 `math.Pow`), and applied as an exact ratio with rounding
-down. Usages are compared as exact fractions, so only equal usages fall back to the base order.
+after `MulByFloat` (which rounds down to 9 decimals). The decay factor `0.5 ** x` is computed in
+integers, to 2**-64 (`_keep`: the same bits on every machine, where Kueue uses float64
+`math.Pow`), and applied as an exact ratio with rounding down. Usages are compared as exact
+fractions, so only equal usages fall back to the base order.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from dataclasses import dataclass, field
 from decimal import Context, Decimal
@@ -53,8 +54,6 @@ LQKey = tuple[str, str]  # (namespace, name)
 Rank = tuple[int, Fraction]  # (1 for an infinite usage, the usage): lower sorts first
 
 _NANO = 10**9
-_DECIMAL = Context(prec=17)
-_HALF = Decimal("0.5")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +66,22 @@ class AdmissionFairSharing:
     # keep = 0.5 ** (interval / halfLife) for one sampling interval, as an exact ratio: the
     # entry penalty is requests * (1 - keep).
     tick_keep: tuple[int, int] = (1, 1)
+    # the weights as integers over one denominator, so that a usage is summed in integers
+    weight_den: int = 1
+    weight_nums: tuple[tuple[str, int], ...] = ()
 
     def weight_of(self, resource: str) -> Fraction:
         for name, weight in self.resource_weights:
             if name == resource:
                 return weight
         return Fraction(1)
+
+    def weight_num(self, resource: str) -> int:
+        """The resource's weight times `weight_den`."""
+        for name, num in self.weight_nums:
+            if name == resource:
+                return num
+        return self.weight_den
 
 
 # -- durations -----------------------------------------------------------------------------
@@ -139,18 +148,46 @@ def parse_admission_fair_sharing(obj: Fields) -> AdmissionFairSharing | None:
         if weight < 0:
             raise weights_raw.fail(str(name), "Invalid value: must be greater than or equal to 0")
         weights.append((str(name), weight))
-    return AdmissionFairSharing(half_life, sampling, tuple(weights), _keep(sampling, half_life))
+    den = math.lcm(*(w.denominator for _, w in weights)) if weights else 1
+    nums = tuple((name, int(w * den)) for name, w in weights)
+    return AdmissionFairSharing(half_life, sampling, tuple(weights), _keep(sampling, half_life), den, nums)
+
+
+_Q = 64  # fixed-point fraction bits of the decay factor
+_ONE = 1 << _Q
+_LN2 = int((Context(prec=60).ln(Decimal(2)) * _ONE).to_integral_value(rounding="ROUND_FLOOR"))
+_KEEP_CACHE: dict[tuple[int, int], tuple[int, int]] = {}
 
 
 def _keep(elapsed_ns: int, half_life_ns: int) -> tuple[int, int]:
-    """0.5 ** (elapsed / halfLife) as an exact ratio of the 17-digit decimal computed for it
-    (libmpdec: the same digits everywhere). A half-life of 0 keeps nothing."""
+    """0.5 ** (elapsed / halfLife) as an exact ratio over 2**64, computed in integers only
+    (the same bits on every machine; Kueue uses float64 `math.Pow`): 2 ** -n for the whole
+    half-lives, and exp(-f ln 2) for the fraction by its series, each step rounded down. A
+    half-life of 0 keeps nothing."""
     if half_life_ns == 0:
         return (0, 1)
     if elapsed_ns <= 0:
         return (1, 1)
-    value = _DECIMAL.power(_HALF, _DECIMAL.divide(Decimal(elapsed_ns), Decimal(half_life_ns)))
-    return value.as_integer_ratio()
+    key = (elapsed_ns, half_life_ns)
+    found = _KEEP_CACHE.get(key)
+    if found is not None:
+        return found
+    whole, rest = divmod(elapsed_ns, half_life_ns)
+    if whole >= _Q:
+        value = 0
+    else:
+        y = rest * _LN2 // half_life_ns  # f ln 2, below ln 2, in Q64
+        total = term = _ONE
+        k = 1
+        while term:
+            term = term * y // (k << _Q)
+            total += term if k % 2 == 0 else -term
+            k += 1
+        value = total >> whole
+    if len(_KEEP_CACHE) >= 4096:
+        _KEEP_CACHE.clear()
+    result = _KEEP_CACHE[key] = (value, _ONE)
+    return result
 
 
 def nanos(resource: str, amount: int) -> int:
@@ -371,13 +408,15 @@ class UsageLedger:
         return rank
 
     def _weighted(self, e: LedgerEntry) -> Fraction:
+        """The weighted sum of consumed and pending, in base units, as one exact fraction."""
         config = self.config
-        total = Fraction(0)
-        for res in sorted(set(e.consumed) | set(e.pending)):
-            amount = e.consumed.get(res, 0) + e.pending.get(res, 0)
-            weight = config.weight_of(res) if config is not None else Fraction(1)
-            total += weight * amount
-        return total / _NANO
+        total = 0
+        for res, amount in e.consumed.items():
+            total += (config.weight_num(res) if config is not None else 1) * amount
+        for res, amount in e.pending.items():
+            total += (config.weight_num(res) if config is not None else 1) * amount
+        den = config.weight_den if config is not None else 1
+        return Fraction(total, den * _NANO)
 
     def usage_value(self, lq: LQKey, now: int, weight_milli: int) -> float:
         """What `kueue_local_queue_admission_fair_sharing_usage` reports (+Inf for weight 0)."""
