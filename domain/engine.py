@@ -57,8 +57,7 @@ from domain.objects import (
 )
 from domain.queues import PendingQueue
 from domain.quota import QuotaNode
-from domain.resource_transformations import apply_to_spec, as_written
-from domain.retransform import requests_changed
+from domain.retransform import apply_to_spec, as_written, requests_changed
 from domain.scheduler import schedule
 from domain.state import ClusterQueueState, State, WorkloadState
 from domain.timestamps import TimestampError, parse_time

@@ -11,23 +11,17 @@ there is a restart, after which every pending workload's requests are computed a
 workload keeps the usage it was admitted with, as Kueue's does from its status).
 
 The requests as the pods ask them stay on the pod set (`PodSet.requested`), so that an update of
-the workload compares pod sets as written, and a later Configuration can transform them again.
+the workload compares pod sets as written, and a later Configuration can transform them again
+(domain/retransform.py applies this to workloads).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
-
-import msgspec
 
 from domain.fields import Fields
 from domain.quantity import QuantityError, parse_quantity, to_amount
-
-if TYPE_CHECKING:  # domain.workload imports domain.objects, which imports this module
-    from domain.workload import PodSet, WorkloadSpec
 
 RETAIN = "Retain"
 REPLACE = "Replace"
@@ -131,39 +125,3 @@ def transform(per_pod: PerPod, config: ResourcesConfig) -> PerPod:
     for out_name, value in generated.items():
         merged[out_name] = merged.get(out_name, Fraction(0)) + max(value, Fraction(0))
     return tuple((name, max(0, to_amount(name, merged[name]))) for name in sorted(merged))
-
-
-def requested(ps: PodSet) -> PerPod:
-    """The pod set's per-pod requests as its pods ask them (before any transformation)."""
-    return ps.per_pod if ps.requested is None else ps.requested
-
-
-def as_written(pod_sets: tuple[PodSet, ...]) -> tuple[PodSet, ...]:
-    """The pod sets with their requests as written, for comparing two versions of a workload."""
-    if all(ps.requested is None for ps in pod_sets):
-        return pod_sets
-    return tuple(
-        ps if ps.requested is None else dataclasses.replace(ps, per_pod=ps.requested, requested=None)
-        for ps in pod_sets
-    )
-
-
-def apply_to_spec(spec: WorkloadSpec, config: ResourcesConfig) -> WorkloadSpec:
-    """`spec` with each pod set's per-pod requests as `config` makes them count; the same
-    object when nothing changes (the common case: no `resources` configured)."""
-    if not config.active and all(ps.requested is None for ps in spec.pod_sets):
-        return spec
-    pod_sets: list[PodSet] = []
-    changed = False
-    for ps in spec.pod_sets:
-        raw = requested(ps)
-        counted = transform(raw, config) if config.active else raw
-        keep = None if counted == raw else raw
-        if counted == ps.per_pod and keep == ps.requested:
-            pod_sets.append(ps)
-            continue
-        changed = True
-        pod_sets.append(dataclasses.replace(ps, per_pod=counted, requested=keep))
-    if not changed:
-        return spec
-    return msgspec.structs.replace(spec, pod_sets=tuple(pod_sets))

@@ -1,4 +1,5 @@
-"""Pending workloads' requests computed again when the Configuration's `resources` change.
+"""A workload's requests as the Configuration's `resources` make them count, at submission and
+again for pending workloads when those settings change.
 
 Kueue reads `resources` at start, so such a change is a restart there, after which every pending
 workload's requests come from its pod sets and the new settings; an admitted workload keeps the
@@ -11,11 +12,16 @@ message even where the reason stays the same.
 
 from __future__ import annotations
 
+import dataclasses
+
+import msgspec
+
 from domain.emitter import Emitter
 from domain.lifecycle import route, unroute
 from domain.objects import Configuration
-from domain.resource_transformations import apply_to_spec
+from domain.resource_transformations import PerPod, ResourcesConfig, transform
 from domain.state import State
+from domain.workload import PodSet, WorkloadSpec
 
 
 def requests_changed(state: State, out: Emitter, old: Configuration, new: Configuration) -> None:
@@ -34,3 +40,39 @@ def requests_changed(state: State, out: Emitter, old: Configuration, new: Config
         ws.last_status = None  # not an answer about these requests (Scheduler._still_hopeless)
         if queued:
             route(state, out, ws)
+
+
+def requested(ps: PodSet) -> PerPod:
+    """The pod set's per-pod requests as its pods ask them (before any transformation)."""
+    return ps.per_pod if ps.requested is None else ps.requested
+
+
+def as_written(pod_sets: tuple[PodSet, ...]) -> tuple[PodSet, ...]:
+    """The pod sets with their requests as written, for comparing two versions of a workload."""
+    if all(ps.requested is None for ps in pod_sets):
+        return pod_sets
+    return tuple(
+        ps if ps.requested is None else dataclasses.replace(ps, per_pod=ps.requested, requested=None)
+        for ps in pod_sets
+    )
+
+
+def apply_to_spec(spec: WorkloadSpec, config: ResourcesConfig) -> WorkloadSpec:
+    """`spec` with each pod set's per-pod requests as `config` makes them count; the same
+    object when nothing changes (the common case: no `resources` configured)."""
+    if not config.active and all(ps.requested is None for ps in spec.pod_sets):
+        return spec
+    pod_sets: list[PodSet] = []
+    changed = False
+    for ps in spec.pod_sets:
+        raw = requested(ps)
+        counted = transform(raw, config) if config.active else raw
+        keep = None if counted == raw else raw
+        if counted == ps.per_pod and keep == ps.requested:
+            pod_sets.append(ps)
+            continue
+        changed = True
+        pod_sets.append(dataclasses.replace(ps, per_pod=counted, requested=keep))
+    if not changed:
+        return spec
+    return msgspec.structs.replace(spec, pod_sets=tuple(pod_sets))
