@@ -222,3 +222,37 @@ def test_an_event_at_a_time_already_reached_moves_no_usage() -> None:
     # a Batch that changes nothing, at the log's own time
     engine.apply({"type": "Batch", "events": [], "time": events[-1]["time"]}, len(events))
     assert engine.state.afs.entries == before
+
+
+def test_decisions_do_not_depend_on_string_hashing(tmp_path: Any) -> None:
+    """Usage ledgers, fair queues and their ranks keep no hash order that reaches a decision."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "afs.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in afs_stream(2, events=300)))
+    outputs = set()
+    for seed in ("0", "1", "12345"):
+        result = subprocess.run([sys.executable, "-m", "streams.cli.main", "replay", str(path)],
+                                capture_output=True, env=dict(os.environ, PYTHONHASHSEED=seed), check=True)
+        outputs.add(result.stdout)
+    assert len(outputs) == 1
+
+
+def test_admission_scope_and_configuration_changes_requeue_in_the_new_order() -> None:
+    """Turning the scope (or the Configuration) on and off rebuilds the queue: every pending
+    workload is still queued once, and in the new order."""
+    events = afs_stream(5, events=200)
+    engine = Engine()
+    for offset, event in enumerate(events):
+        engine.apply(event, offset)
+    state = engine.state
+    pending = {k for k, ws in state.workloads.items() if ws.queued}
+    engine.apply({"type": "ConfigDeleted", "kind": "Configuration", "name": "config"}, len(events))
+    assert all(cq.queue.fair is None for cq in state.cluster_queues.values())
+    assert {k for k, ws in state.workloads.items() if ws.queued} <= pending
+    for cq in state.cluster_queues.values():
+        keys = list(cq.queue.keys())
+        assert keys == sorted(keys)
