@@ -45,7 +45,7 @@ class PendingQueue:
     __slots__ = (
         "strict", "members", "classes", "class_of", "ready", "parked", "blocker",
         "generic", "waiting_for", "thresholds", "serial", "ids", "named", "next_id",
-        "fair", "lq_of", "by_lq",
+        "fair", "lq_of", "by_lq", "lq_classes",
     )
 
     def __init__(self, strict: bool, fair: Ranks | None = None) -> None:
@@ -55,6 +55,7 @@ class PendingQueue:
         self.fair = fair
         self.lq_of: dict[int, LQKey] = {}  # class id -> its LocalQueue (fair only)
         self.by_lq: dict[LQKey, Any] = {}  # StrictFIFO, fair only: LocalQueue -> its SortedList
+        self.lq_classes: dict[LQKey, int] = {}  # fair only: LocalQueue -> how many classes it has
         # StrictFIFO: every pending OrderKey, sorted, for its heads. BestEffortFIFO does not keep
         # it (its heads come from `ready`): keys() merges the classes when asked, which only
         # configuration changes and views do, so no submission or admission pays for it.
@@ -122,7 +123,8 @@ class PendingQueue:
             members = self.classes[cls] = Members()
             if self.fair is not None:
                 eq: tuple[Any, ...] = equivalence  # type: ignore[assignment]
-                self.lq_of[cls] = (eq[0], eq[-1])
+                lq_key = self.lq_of[cls] = (eq[0], eq[-1])
+                self.lq_classes[lq_key] = self.lq_classes.get(lq_key, 0) + 1
         else:
             members = self.classes[cls]
         self.class_of[wl] = cls
@@ -178,7 +180,13 @@ class PendingQueue:
         if not members.items:
             del self.classes[cls]
             del self.ids[self.named.pop(cls)]
-            self.lq_of.pop(cls, None)
+            gone = self.lq_of.pop(cls, None)
+            if gone is not None:
+                left = self.lq_classes[gone] - 1
+                if left:
+                    self.lq_classes[gone] = left
+                else:
+                    del self.lq_classes[gone]
             self._unfile(cls)
         if not was_ready_head:
             return
@@ -207,16 +215,21 @@ class PendingQueue:
     def _fair_ready_head(self) -> OrderKey | None:
         """The first ready class head of each LocalQueue, the least used LocalQueue's first."""
         assert self.fair is not None
+        ranks = self.fair
+        lq_of = self.lq_of
+        every = len(self.lq_classes)
         best: tuple[Any, OrderKey] | None = None
         seen: dict[LQKey, None] = {}
         for key, cls in self.ready:
-            lq = self.lq_of[cls]
+            lq = lq_of[cls]
             if lq in seen:
                 continue  # ready is sorted: this LocalQueue's first came before
             seen[lq] = None
-            candidate = (self.fair.rank(lq), key)
+            candidate = (ranks.rank(lq), key)
             if best is None or candidate < best:
                 best = candidate
+            if len(seen) == every:
+                break  # every LocalQueue's first is seen: the rest come after them
         return None if best is None else best[1]
 
     def _fair_strict_head(self) -> OrderKey | None:
