@@ -9,13 +9,17 @@ interleaved in one process on its CPU time (the machines are shared):
 - base: the stream as it is;
 - base-2lq: two LocalQueues per ClusterQueue, every other workload in the second one, and a
   Configuration without admission fair sharing (what the afs variant has, less the feature);
-- afs: the same with `admissionFairSharing` (Kueue's documented example: half-life 168h, sampling
-  5m, cpu weighing 2) and every ClusterQueue `admissionScope: UsageBasedAdmissionFairSharing`, so
-  every queue orders by LocalQueue usage, every admission pushes and settles a penalty, every
-  release moves a LocalQueue's admitted usage and samplings fall due as the log's time passes.
+- afs-1lq: the base stream with `admissionFairSharing` (Kueue's documented example: half-life
+  168h, sampling 5m, cpu weighing 2) and every ClusterQueue `admissionScope:
+  UsageBasedAdmissionFairSharing`: every admission pushes and settles a penalty, every release
+  moves a LocalQueue's admitted usage, samplings fall due as the log's time passes (one
+  LocalQueue per ClusterQueue: the order is the base order);
+- afs: the same on base-2lq, where the order by usage decides between the two LocalQueues, and
+  each LocalQueue's workloads wait in classes of their own.
 
-The goal (the issue's): afs within 20% of base's events/s. The decisions of afs differ (that is
-the feature); the admission and finish counts are printed so that a run that stalls shows.
+The goal (the issue's): the base stream with admission fair sharing on (afs-1lq) within 20% of
+base's events/s; afs against base-2lq is what ordering by usage costs on top. The decisions of afs
+differ (that is the feature); the admission counts are printed so that a run that stalls shows.
 """
 
 from __future__ import annotations
@@ -41,6 +45,14 @@ def variants(workloads: int, seed: int) -> dict[str, list[bytes]]:
     stream = [render(rec) for rec in gen.records]
     encode = msgspec.json.encode
     out = {"base": [encode(e) for e in setup + stream]}
+    one: list[dict[str, Any]] = [{"type": "ConfigApplied", "time": setup[0]["time"], "object": {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration", "admissionFairSharing": AFS}}]
+    for ev in setup:
+        ev = copy.deepcopy(ev)
+        if ev["object"]["kind"] == "ClusterQueue":
+            ev["object"]["spec"]["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+        one.append(ev)
+    out["afs-1lq"] = [encode(e) for e in one + stream]
     for name, afs in (("base-2lq", False), ("afs", True)):
         config: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration"}
         if afs:

@@ -156,14 +156,29 @@ def parse_admission_fair_sharing(obj: Fields) -> AdmissionFairSharing | None:
 _Q = 64  # fixed-point fraction bits of the decay factor
 _ONE = 1 << _Q
 _LN2 = int((Context(prec=60).ln(Decimal(2)) * _ONE).to_integral_value(rounding="ROUND_FLOOR"))
+_STEPS = 256  # 2 ** -(j / 256), tabled: the series is then left with less than ln 2 / 256
+
+
+def _exp_neg(y: int) -> int:
+    """exp(-y) in Q64 for y (Q64) in [0, ln 2), by its series, each step rounded down."""
+    total = term = _ONE
+    k = 1
+    while term:
+        term = term * y // (k << _Q)
+        total += term if k % 2 == 0 else -term
+        k += 1
+    return total
+
+
+_TABLE = tuple(_exp_neg(j * _LN2 // _STEPS) for j in range(_STEPS))
 _KEEP_CACHE: dict[tuple[int, int], tuple[int, int]] = {}
 
 
 def _keep(elapsed_ns: int, half_life_ns: int) -> tuple[int, int]:
     """0.5 ** (elapsed / halfLife) as an exact ratio over 2**64, computed in integers only
     (the same bits on every machine; Kueue uses float64 `math.Pow`): 2 ** -n for the whole
-    half-lives, and exp(-f ln 2) for the fraction by its series, each step rounded down. A
-    half-life of 0 keeps nothing."""
+    half-lives, a table for 256ths of one, and exp(-r ln 2) for the rest by its series, each
+    step rounded down. A half-life of 0 keeps nothing."""
     if half_life_ns == 0:
         return (0, 1)
     if elapsed_ns <= 0:
@@ -176,14 +191,9 @@ def _keep(elapsed_ns: int, half_life_ns: int) -> tuple[int, int]:
     if whole >= _Q:
         value = 0
     else:
-        y = rest * _LN2 // half_life_ns  # f ln 2, below ln 2, in Q64
-        total = term = _ONE
-        k = 1
-        while term:
-            term = term * y // (k << _Q)
-            total += term if k % 2 == 0 else -term
-            k += 1
-        value = total >> whole
+        step, rest = divmod(rest * _STEPS, half_life_ns)
+        y = rest * _LN2 // (half_life_ns * _STEPS)  # the rest of the fraction, times ln 2, in Q64
+        value = (_TABLE[step] * _exp_neg(y) >> _Q) >> whole
     if len(_KEEP_CACHE) >= 4096:
         _KEEP_CACHE.clear()
     result = _KEEP_CACHE[key] = (value, _ONE)
@@ -272,12 +282,11 @@ class UsageLedger:
             return {}
         num, den = keep
         out: dict[str, int] = {}
-        for res in sorted(set(consumed) | set(admitted)):
-            value = consumed.get(res, 0) * num // den
-            held = admitted.get(res, 0)
+        for res, value in consumed.items():
+            out[res] = value * num // den
+        for res, held in admitted.items():
             if held:
-                value += nanos(res, held) * (den - num) // den
-            out[res] = value
+                out[res] = out.get(res, 0) + nanos(res, held) * (den - num) // den
         return out
 
     @staticmethod
@@ -312,7 +321,7 @@ class UsageLedger:
         self.sync(lq, e, now)
         self._drop_penalty(e, workload)
         num, den = config.tick_keep
-        penalty = {res: nanos(res, amount) * (den - num) // den for res, amount in sorted(usage.items())}
+        penalty = {res: nanos(res, amount) * (den - num) // den for res, amount in usage.items()}
         e.penalties[workload] = penalty
         for res, value in penalty.items():
             e.pending[res] = e.pending.get(res, 0) + value
@@ -403,12 +412,13 @@ class UsageLedger:
             e = self.entry(lq, now)
         if e.rank is not None and e.rank_weight == weight_milli:
             return e.rank
-        rank = (1, Fraction(0)) if weight_milli <= 0 else (0, self._weighted(e) * 1000 / weight_milli)
+        rank = (1, Fraction(0)) if weight_milli <= 0 else (0, self._weighted(e, weight_milli))
         e.rank, e.rank_weight = rank, weight_milli
         return rank
 
-    def _weighted(self, e: LedgerEntry) -> Fraction:
-        """The weighted sum of consumed and pending, in base units, as one exact fraction."""
+    def _weighted(self, e: LedgerEntry, weight_milli: int) -> Fraction:
+        """(consumed + pending) weighted by resource, in base units, divided by the LocalQueue's
+        weight: one exact fraction, built once."""
         config = self.config
         total = 0
         for res, amount in e.consumed.items():
@@ -416,7 +426,7 @@ class UsageLedger:
         for res, amount in e.pending.items():
             total += (config.weight_num(res) if config is not None else 1) * amount
         den = config.weight_den if config is not None else 1
-        return Fraction(total, den * _NANO)
+        return Fraction(total * 1000, den * _NANO * weight_milli)
 
     def usage_value(self, lq: LQKey, now: int, weight_milli: int) -> float:
         """What `kueue_local_queue_admission_fair_sharing_usage` reports (+Inf for weight 0)."""

@@ -25,6 +25,9 @@ class QueueRanks:
 
     def rank(self, lq: LQKey) -> Any:
         state = self.state
+        e = state.afs.entries.get(lq)
+        if e is not None and e.rank is not None:
+            return e.rank  # dropped whenever its usage or its LocalQueue's weight changes
         return state.afs.rank(lq, state.clock, weight_of(state, lq))
 
 
@@ -107,7 +110,7 @@ def released(state: State, ws: WorkloadState) -> None:
 def local_queue_applied(state: State, lq: LQKey) -> None:
     """A LocalQueue applied: its entry starts its sampling now; a new weight reorders."""
     if enabled(state):
-        state.afs.entry(lq, state.clock)
+        state.afs.entry(lq, state.clock).rank = None  # its weight may have changed
         order_changed(state, lq)
 
 
