@@ -30,8 +30,9 @@ at each of the k reconciles), so that they give the same nanos however they are 
 Arithmetic: values are integers in nano-units of the resource's base unit, as Kueue's quantities
 after `MulByFloat` (which rounds down to 9 decimals). The decay factor `0.5 ** x` is computed in
 integers, to 2**-64 (`_keep`: the same bits on every machine, where Kueue uses float64
-`math.Pow`), and applied as an exact ratio with rounding down. Usages are compared as exact
-fractions, so only equal usages fall back to the base order.
+`math.Pow`), and applied as an exact ratio with rounding down. A usage is the integer weighted
+sum divided once into a float64 (correctly rounded: the same on every machine), compared as
+Kueue compares its float64 usages; equal usages fall back to the base order.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ ADMISSION_MODES = (USAGE_BASED, NO_ADMISSION_FAIR_SHARING)
 DEFAULT_SAMPLING_NS = 5 * 60 * 10**9  # Kueue's default usageSamplingInterval: 5m
 
 LQKey = tuple[str, str]  # (namespace, name)
-Rank = tuple[int, Fraction]  # (1 for an infinite usage, the usage): lower sorts first
+Rank = tuple[int, float]  # (1 for an infinite usage, the usage): lower sorts first
 
 _NANO = 10**9
 
@@ -156,7 +157,7 @@ def parse_admission_fair_sharing(obj: Fields) -> AdmissionFairSharing | None:
 _Q = 64  # fixed-point fraction bits of the decay factor
 _ONE = 1 << _Q
 _LN2 = int((Context(prec=60).ln(Decimal(2)) * _ONE).to_integral_value(rounding="ROUND_FLOOR"))
-_STEPS = 256  # 2 ** -(j / 256), tabled: the series is then left with less than ln 2 / 256
+_STEPS = 4096  # 2 ** -(j / 4096), tabled: the series is then left with less than ln 2 / 4096
 
 
 def _exp_neg(y: int) -> int:
@@ -164,7 +165,7 @@ def _exp_neg(y: int) -> int:
     total = term = _ONE
     k = 1
     while term:
-        term = term * y // (k << _Q)
+        term = (term * y >> _Q) // k
         total += term if k % 2 == 0 else -term
         k += 1
     return total
@@ -412,13 +413,14 @@ class UsageLedger:
             e = self.entry(lq, now)
         if e.rank is not None and e.rank_weight == weight_milli:
             return e.rank
-        rank = (1, Fraction(0)) if weight_milli <= 0 else (0, self._weighted(e, weight_milli))
+        rank = (1, 0.0) if weight_milli <= 0 else (0, self._weighted(e, weight_milli))
         e.rank, e.rank_weight = rank, weight_milli
         return rank
 
-    def _weighted(self, e: LedgerEntry, weight_milli: int) -> Fraction:
+    def _weighted(self, e: LedgerEntry, weight_milli: int) -> float:
         """(consumed + pending) weighted by resource, in base units, divided by the LocalQueue's
-        weight: one exact fraction, built once."""
+        weight: an integer sum divided once (Python's int division is correctly rounded, so the
+        float is the same on every machine)."""
         config = self.config
         total = 0
         for res, amount in e.consumed.items():
@@ -426,7 +428,7 @@ class UsageLedger:
         for res, amount in e.pending.items():
             total += (config.weight_num(res) if config is not None else 1) * amount
         den = config.weight_den if config is not None else 1
-        return Fraction(total * 1000, den * _NANO * weight_milli)
+        return total * 1000 / (den * _NANO * weight_milli)
 
     def usage_value(self, lq: LQKey, now: int, weight_milli: int) -> float:
         """What `kueue_local_queue_admission_fair_sharing_usage` reports (+Inf for weight 0)."""
@@ -434,7 +436,7 @@ class UsageLedger:
         if e is not None:
             self.sync(lq, e, now)
         inf, value = self.rank(lq, now, weight_milli)
-        return float("inf") if inf else float(value)
+        return float("inf") if inf else value
 
     def set_config(self, config: AdmissionFairSharing | None, now: int) -> None:
         """A new Configuration. The history is kept (Kueue persists it in the LocalQueue's status
