@@ -331,7 +331,7 @@ class UsageLedger:
     def drop_penalty(self, lq: LQKey, workload: str) -> None:
         """`SubPenalty`: the workload will never settle it."""
         e = self.entries.get(lq)
-        if e is not None and self._drop_penalty(e, workload):
+        if e is not None and e.penalties and self._drop_penalty(e, workload):
             e.rank = None
 
     @staticmethod
@@ -358,15 +358,16 @@ class UsageLedger:
         self._count(e, lq, workload, usage)
         if settle:
             config = self.config
-            if config.half_life_ns != 0:
-                e.consumed = self._decayed(
-                    e.consumed, e.admitted, _keep((now - e.last_update) * 1000, config.half_life_ns))
-            penalty = self._drop_penalty(e, workload)
+            elapsed = now - e.last_update
+            if config.half_life_ns != 0 and elapsed > 0:
+                e.consumed = self._decayed(e.consumed, e.admitted, _keep(elapsed * 1000, config.half_life_ns))
+            penalty = self._drop_penalty(e, workload) if e.penalties else None
             if penalty:
                 for res, value in penalty.items():
                     e.consumed[res] = e.consumed.get(res, 0) + value
-            e.last_update = now
-            self._schedule(lq, e)
+            if elapsed:
+                e.last_update = now
+                self._schedule(lq, e)
         self._rebase(e)
         e.rank = None
 

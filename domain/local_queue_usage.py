@@ -139,9 +139,13 @@ def advance(state: State) -> None:
 
 
 def order_changed(state: State, lq: LQKey) -> None:
+    """lq's usage changed: only a fair StrictFIFO queue held by a failed head needs telling (a
+    BestEffortFIFO queue reads usages afresh for each head)."""
     spec = state.local_queues.get(lq)
     if spec is None:
         return
     cq = state.cluster_queues.get(spec.cluster_queue)
-    if cq is not None and cq.queue.fair_order_changed() and cq.active:
+    if cq is None or cq.queue.blocker is None:
+        return
+    if cq.queue.fair_order_changed() and cq.active:
         state.ready[cq.name] = None
