@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import msgspec
 from mypy_extensions import mypyc_attr
 
-from domain import reasons
+from domain import local_queue_usage, reasons
 from domain.decisions import INTERNAL_ERRORS, Admitted, Decision, Deleted, Finished, InternalError, Pending, Rejected
 from domain.decisions import encode as encode_decision
 from domain.emitter import Emitter
@@ -23,9 +23,10 @@ from domain.fields import Fields, InvalidInput, type_name
 from domain.lifecycle import (
     DeferredWakes,
     drop_if_terminated,
-    equivalence_class,
     evict,
     release,
+    new_queue,
+    rebuild_queue,
     release_evicted,
     route,
     set_pending,
@@ -58,6 +59,7 @@ from domain.objects import (
 from domain.priority import apply_pod_priority_class, defaulted, priority_of
 from domain.queues import PendingQueue
 from domain.quota import QuotaNode
+from domain.retransform import apply_to_spec, as_written, requests_changed
 from domain.scheduler import schedule
 from domain.tas import check_flavor_update, topology_problems
 from domain.state import ClusterQueueState, State, WorkloadState
@@ -186,6 +188,7 @@ class Engine:
             cq = state.cluster_queues.get(name)
             if cq is not None:
                 wake_queue(state, cq)
+        local_queue_usage.advance(state)  # admission fair sharing: samplings the log's time reached
         schedule(state, out)
         self._settle(out, submitted)
         return out.decisions
@@ -449,7 +452,9 @@ class Engine:
             state.namespaces[obj.name] = dict(obj.labels)
             wake_all(state)
         elif isinstance(obj, Configuration):
-            state.configuration = obj
+            old_configuration, state.configuration = state.configuration, obj
+            requests_changed(state, out, old_configuration, obj)
+            self._fair_sharing_changed()
             wake_all(state)
 
     def _apply_cluster_queue(self, spec: ClusterQueueSpec, out: Emitter) -> None:
@@ -467,16 +472,15 @@ class Engine:
         if cq is None:
             cq = ClusterQueueState(spec, QuotaNode(spec.name, True), PendingQueue(strict), groups)
             state.cluster_queues[spec.name] = cq
+            cq.queue = new_queue(state, cq, strict)
         else:
             old_root = cq.node.root()
             cq.spec = spec
             cq.groups = groups
             cq.terminating = False
-            if cq.queue.strict != strict:
-                old = cq.queue
-                cq.queue = PendingQueue(strict)
-                for order_key in list(old.keys()):
-                    cq.queue.push(order_key, equivalence_class(state.workloads[order_key[3]]))
+            fair = local_queue_usage.wants_fair(state, cq)
+            if cq.queue.strict != strict or (cq.queue.fair is not None) != fair:
+                rebuild_queue(state, cq, strict)
         cq.quotas = spec.quotas()
         cq.node.set_quotas(*quota_maps(cq.quotas))
         cq.node.weight = spec.fair_weight
@@ -524,6 +528,7 @@ class Engine:
                 f'"{spec.cluster_queue}": field is immutable',
             )
         state.local_queues[key] = spec
+        local_queue_usage.local_queue_applied(state, key)
         members = list(state.by_local_queue.get(key, {}))
         if spec.stop_policy == HOLD_AND_DRAIN:
             for wl in members:
@@ -568,6 +573,15 @@ class Engine:
                 for order_key in list(cq.queue.keys()):
                     set_pending(state, out, state.workloads[order_key[3]], (reasons.SUSPENDED, message))
 
+    def _fair_sharing_changed(self) -> None:
+        """A new Configuration: the ledger takes its admission fair sharing settings, and each
+        ClusterQueue whose queue changes mode (fair or not) is queued anew."""
+        state = self.state
+        local_queue_usage.configuration_applied(state)
+        for cq in state.cluster_queues.values():
+            if (cq.queue.fair is not None) != local_queue_usage.wants_fair(state, cq):
+                rebuild_queue(state, cq, cq.queue.strict)
+
     def _wake_node(self, node: QuotaNode) -> None:
         root = node.root()
         stack = [root]
@@ -600,6 +614,7 @@ class Engine:
         elif kind == "LocalQueue":
             lq_key = (f.str("namespace", "default"), name)
             found = state.local_queues.pop(lq_key, None) is not None
+            local_queue_usage.local_queue_deleted(state, lq_key)
             for key in list(state.by_local_queue.get(lq_key, {})):
                 ws = state.workloads[key]
                 if ws.admission is None and ws.spec.active:
@@ -626,7 +641,9 @@ class Engine:
         elif kind == "PriorityClass":
             found = state.pod_priority_classes.pop(name, None) is not None
         elif kind == "Configuration":
-            state.configuration = Configuration()
+            old_configuration, state.configuration = state.configuration, Configuration()
+            requests_changed(state, out, old_configuration, state.configuration)
+            self._fair_sharing_changed()
             wake_all(state)
         else:
             raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{shown(kind)}"')
@@ -645,6 +662,7 @@ class Engine:
 
     def _submit(self, spec: WorkloadSpec, seq: int, out: Emitter, submitted: list[str]) -> None:
         state = self.state
+        spec = apply_to_spec(spec, state.configuration.resources)  # Configuration `resources`
         key = spec.key
         if key in state.workloads or key in state.finished:
             raise InvalidInput(reasons.DUPLICATE_WORKLOAD, f"workload {key} already exists")
@@ -757,7 +775,7 @@ class Engine:
         if ws is None:
             raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {spec.key} not found")
         old = ws.spec
-        if spec.pod_sets != old.pod_sets:
+        if spec.pod_sets != as_written(old.pod_sets):
             raise InvalidInput(reasons.IMMUTABLE_FIELD, "spec.podSets: field is immutable")
         if spec.queue_name != old.queue_name and ws.admission is not None:
             raise InvalidInput(
@@ -843,6 +861,7 @@ class Engine:
         if new_state == "Ready":
             if not admission.admitted and all(v == "Ready" for v in admission.checks.values()):
                 admission.admitted = True
+                local_queue_usage.admitted(state, ws)
                 out.emit(Admitted, key, clusterQueue=admission.cluster_queue, podSetAssignments=admission.pod_sets)
         elif new_state == "Retry":
             # Kueue requeues a Retry-evicted workload by its eviction time: behind the others.

@@ -13,10 +13,16 @@ from typing import Any
 
 from domain import reasons
 from domain.api_fields import check_api_version, check_strict, unsupported_kind
+from domain.admission_fair_sharing import (
+    ADMISSION_MODES,
+    AdmissionFairSharing,
+    parse_admission_fair_sharing,
+)
 from domain.fields import Fields, InvalidInput
 from domain.names import invalid, label_problem, labels_message, shown, subdomain_problem
 from domain.quantity import QuantityError, amount
 from domain.quota import FR, fr_key
+from domain.resource_transformations import NO_RESOURCES, ResourcesConfig, parse_resources
 from domain.selectors import LabelSelector, SelectorError
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -148,6 +154,8 @@ class ClusterQueueSpec:
     admission_checks: tuple[AdmissionCheckRule, ...]
     eviction_release: str | None = None  # overrides Configuration.eviction_release
     yunikorn_rules: bool = False
+    # spec.admissionScope.admissionMode (domain/admission_fair_sharing.py), if set
+    admission_mode: str | None = None
 
     def quotas(self) -> dict[FR, ResourceQuota]:
         return quotas_by_flavor_resource(self.resource_groups)
@@ -174,6 +182,7 @@ class LocalQueueSpec:
     name: str
     cluster_queue: str
     stop_policy: str
+    fair_weight: int = 1000  # spec.fairSharing.weight in milli-units (admission fair sharing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +235,11 @@ class Configuration:
     prioritize_preemptor_workloads: bool = False
     # WorkloadPriorityClassDefaulting: beta, on since Kueue 0.20.
     workload_priority_class_defaulting: bool = True
+    # `resources`: excludeResourcePrefixes and transformations (domain/resource_transformations.py).
+    resources: ResourcesConfig = NO_RESOURCES
+    # `admissionFairSharing` (Kueue's AdmissionFairSharing gate is beta and on by default; the gate
+    # itself is not one quotaflow lets you turn off).
+    admission_fair_sharing: AdmissionFairSharing | None = None
 
 
 # Kueue feature gates quotaflow implements, with Kueue's defaults. Kueue refuses to start on a
@@ -458,7 +472,21 @@ def parse_cluster_queue(obj: Fields) -> ClusterQueueSpec:
         admission_checks=checks,
         eviction_release=release,
         yunikorn_rules=_quota_model(obj) == YUNIKORN,
+        admission_mode=_admission_mode(spec),
     )
+
+
+def _admission_mode(spec: Fields) -> str | None:
+    scope = spec.opt_sub("admissionScope")
+    if scope is None:
+        return None
+    mode = scope.opt_str("admissionMode")
+    if mode is None:
+        raise scope.fail("admissionMode", "Required value")
+    if mode not in ADMISSION_MODES:
+        choices = ", ".join(f'"{m}"' for m in ADMISSION_MODES)
+        raise scope.fail("admissionMode", f'Unsupported value: "{mode}": supported values: {choices}')
+    return mode
 
 
 def _admission_checks(spec: Fields, groups: tuple[ResourceGroup, ...]) -> tuple[AdmissionCheckRule, ...]:
@@ -512,6 +540,7 @@ def parse_local_queue(obj: Fields) -> LocalQueueSpec:
         _name(meta),
         checked(spec, "clusterQueue", cluster_queue, subdomain_problem(cluster_queue)),
         spec.enum("stopPolicy", (STOP_NONE, HOLD, HOLD_AND_DRAIN), STOP_NONE),
+        _fair_weight(spec),
     )
 
 
@@ -598,6 +627,8 @@ def parse_configuration(obj: Fields) -> Configuration:
         release,
         prioritize_preemptor_workloads=gates[PRIORITIZE_PREEMPTOR_WORKLOADS],
         workload_priority_class_defaulting=gates[WORKLOAD_PRIORITY_CLASS_DEFAULTING],
+        resources=parse_resources(obj),
+        admission_fair_sharing=parse_admission_fair_sharing(obj),
     )
 
 

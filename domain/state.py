@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from domain.admission_fair_sharing import UsageLedger
 from domain.candidate_index import CandidateIndex
 from domain.decisions import PodSetAssignment
 from domain.flavor_assigner import Plans
@@ -134,6 +135,8 @@ class State:
     # none did, no ClusterQueue of the tree holds one admitted by this event (not part of
     # snapshots: cleared per event, and a restored admission is always from an earlier one).
     admitted_roots: dict[int, None] = field(default_factory=dict)
+    # Admission fair sharing: each LocalQueue's decayed usage (domain/admission_fair_sharing.py).
+    afs: UsageLedger = field(default_factory=UsageLedger)
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         labels = self.namespaces.get(namespace)

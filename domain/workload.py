@@ -35,6 +35,9 @@ class PodSet:
     # Required node affinity: terms ORed, each of requirements ANDed (selectors.py).
     node_affinity: tuple[NodeSelectorTerm, ...] = ()
     priority_class: str | None = None  # the template's priorityClassName (a PriorityClass)
+    # The per-pod requests as the pods ask them, where the Configuration's `resources` make
+    # `per_pod` (what counts against quota) differ (domain/resource_transformations.py).
+    requested: tuple[tuple[str, int], ...] | None = None
 
 
 class WorkloadSpec(msgspec.Struct, frozen=True):

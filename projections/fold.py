@@ -46,6 +46,7 @@ from typing import Any
 import msgspec
 
 from domain import reasons
+from domain.admission_fair_sharing import USAGE_BASED
 from domain.fields import InvalidInput
 from domain.objects import (
     STOP_NONE,
@@ -63,6 +64,7 @@ from domain.objects import (
 from domain.priority import apply_pod_priority_class, defaulted, priority_of
 from domain.timestamps import TimestampError, parse_time
 from domain.workload import WorkloadSpec, parse_workload
+from projections.local_queue_usage import LocalQueueUsage
 from projections.records import FR as FR  # (re-exported, as DecisionRecord)
 from projections.records import (
     Admitted,
@@ -86,6 +88,7 @@ from projections.statistics import Histogram as Histogram
 from projections.statistics import QueueKey as QueueKey
 from projections.view_model import ClusterQueueView as ClusterQueueView
 from projections.view_model import LQKey as LQKey
+from projections.view_model import OrderKey
 from projections.view_model import PendingOrder
 from projections.view_model import WorkloadView as WorkloadView
 from projections.workload_decoding import (
@@ -123,6 +126,7 @@ class Projection:
         self.admission_checks: dict[str, AdmissionCheckSpec] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
         self.configuration = Configuration()
+        self.lq_usage = LocalQueueUsage()  # admission fair sharing (projections/local_queue_usage.py)
         # workloads
         self.workloads: dict[str, WorkloadView] = {}
         self.finished: dict[str, None] = {}
@@ -350,6 +354,7 @@ class Projection:
             if old is not None and old.cluster_queue != obj.cluster_queue:
                 raise _Reject
             self.local_queues[key] = obj
+            self.lq_usage.local_queue_applied(key, self.clock)
             if old is None or old.stop_policy != obj.stop_policy:
                 self._reroute_lq(key)
         elif isinstance(obj, CohortSpec):
@@ -378,6 +383,9 @@ class Projection:
             self.namespaces[obj.name] = dict(obj.labels)
         elif isinstance(obj, Configuration):
             self.configuration = obj
+            self.lq_usage.configuration(obj, list(self.local_queues), self.clock)
+            for cq in self.cluster_queues.values():
+                self._fair_order(cq)
 
     def _rejected_by_name(self, kind: str, name: str) -> None:
         needle = f"{kind} {name}: "
@@ -404,12 +412,25 @@ class Projection:
         if cq is None:
             cq = ClusterQueueView(spec.name, spec, raw_object, spec.quotas())
             self.cluster_queues[spec.name] = cq
+            self._fair_order(cq)
             self._reroute_cq(spec.name)
         else:
             cq.spec = spec
             cq.raw = raw_object
             cq.quotas = spec.quotas()
             cq.terminating = False
+            self._fair_order(cq)
+
+    def _fair_order(self, cq: ClusterQueueView) -> None:
+        """Order cq's pending workloads by LocalQueue usage first where the engine does."""
+        fair = self.lq_usage.enabled and cq.spec.admission_mode == USAGE_BASED
+        if fair != (cq.pending.rank is not None):
+            cq.pending.set_rank(self._usage_rank if fair else None)
+
+    def _usage_rank(self, key: OrderKey) -> Any:
+        lq = self.workloads[key[3]].lq
+        spec = self.local_queues.get(lq)
+        return self.lq_usage.rank(lq, 1000 if spec is None else spec.fair_weight, self.clock)
 
     def _config_deleted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
         kind = raw.get("kind")
@@ -432,6 +453,7 @@ class Projection:
             key = (namespace, name)
             if self.local_queues.pop(key, None) is None:
                 raise _Reject
+            self.lq_usage.local_queue_deleted(key)
             self._reroute_lq(key)
         elif kind == "ResourceFlavor":
             if self.flavors.pop(name, None) is None:
@@ -454,6 +476,9 @@ class Projection:
                 raise _Reject
         elif kind == "Configuration":
             self.configuration = Configuration()
+            self.lq_usage.configuration(self.configuration, list(self.local_queues), self.clock)
+            for cq in self.cluster_queues.values():
+                self._fair_order(cq)
         else:
             raise _Reject
 
@@ -745,6 +770,7 @@ class Projection:
             cq._totals = None
             cq.admitted += 1
             wv.admitted = True
+            self.lq_usage.admitted(wv.key, wv.lq, cq.spec, wv.usage, self.clock)
             self._observe_admission(self._qstats(wv, cq.name), wait)
             return
         cq = self.cluster_queues.get(d.clusterQueue)  # type: ignore[assignment]
@@ -763,6 +789,7 @@ class Projection:
         wv.evicted = False
         wv.reason = wv.message = None
         cq.holders[wv.key] = None
+        self.lq_usage.reserved(wv.key, wv.lq, cq.spec, usage, admitted, self.clock)
         held = cq.held.get(id(usage))
         if held is None:
             cq.held[id(usage)] = [usage, 1, 1 if admitted else 0]
@@ -812,6 +839,7 @@ class Projection:
     def _release(self, wv: WorkloadView) -> ClusterQueueView | None:
         if wv.cluster_queue is None:
             return None
+        self.lq_usage.released(wv.key, wv.lq, self.clock)
         cq = self.cluster_queues[wv.cluster_queue]
         key = id(wv.usage)
         held = cq.held[key]
@@ -855,6 +883,7 @@ class Projection:
             if d.reason == reasons.ADMISSION_CHECK and "deactivated" in d.message:
                 reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
         increment(c.evicted, (key, reason, cause))
+        self.lq_usage.evicted(wv.key, self.clock)
         self._unadmit(wv)
         wv.evicted = True
 
