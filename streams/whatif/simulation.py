@@ -314,6 +314,8 @@ def rewrite(records: list[TimedRecord], change: Change, life: Lifecycle) -> list
         else:
             inserted.append({"type": "ConfigApplied", "object": changed(obj, "at " + change.at.describe())})
     t0 = records[start].time if start < len(records) else (records[-1].time if records else 0)
+    if change.at.time is not None:
+        t0 = max(change.at.time, records[start - 1].time if start > 0 else change.at.time)
     anchor0 = records[start].offset if start < len(records) else (records[-1].offset + 1 if records else 0)
     ins_slots = [Slot((t0, anchor0, -1), None, [(-1, {**ev, "time": format_time(t0)})], False, False) for ev in inserted]
     for i, rec in enumerate(records):
