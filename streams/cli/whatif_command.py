@@ -25,6 +25,8 @@ def register(app: typer.Typer) -> None:
         bins: int = typer.Option(60, "--bins", help="points of each usage-over-time series"),
         write_events: Path = typer.Option(None, "--write-events", help="write the changed world's input log here "
                                           "(.jsonl; one file per change, numbered, in a sweep)"),
+        replay_recorded: bool = typer.Option(False, "--replay-recorded", help="replay the recorded world even when the "
+                                             "decision log covers the input log (a log decided by another engine version)"),
         broker: str = broker_option(),
     ) -> None:
         """What if the configuration had been different? Replay the recorded log with a change
@@ -35,20 +37,26 @@ def register(app: typer.Typer) -> None:
         from streams.whatif.changes import ChangeError, parse_at, sweep
         from streams.whatif.run import run
         from streams.whatif.simulation import Stalled
-        from streams.whatif.source import SourceError, read_file, read_log
+        from streams.whatif.source import SourceError, read_decisions, read_file, read_log
 
         try:
             changes = sweep([str(p) for p in change or []], list(set_ or []), parse_at(at))
         except ChangeError as exc:
             raise fail("whatif", str(exc), 2) from None
+        decisions = None
         try:
-            records = read_file(events_file) if events_file is not None else asyncio.run(read_log(broker))
+            if events_file is not None:
+                records = read_file(events_file)
+            else:
+                records = asyncio.run(read_log(broker))
+                if not replay_recorded:
+                    decisions = asyncio.run(read_decisions(broker, len(records)))
         except SourceError as exc:
             raise fail("whatif", str(exc), 1) from None
         verbose = not json_out and sys.stderr.isatty()
         try:
             report = run(records, changes, bins=max(1, bins), top=max(0, top),
-                         write_events=str(write_events) if write_events else None,
+                         write_events=str(write_events) if write_events else None, decisions=decisions,
                          progress=(lambda m: typer.echo(m, err=True)) if verbose else None)
         except ChangeError as exc:
             raise fail("whatif", str(exc), 2) from None

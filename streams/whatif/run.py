@@ -24,13 +24,15 @@ def check_changes(records: list[TimedRecord], recorded: Recorded, changes: list[
 
 
 def run(records: list[TimedRecord], changes: list[Change], *, bins: int = 60, top: int = 10,
-        write_events: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        write_events: str | None = None, progress: Callable[[str], None] | None = None,
+        decisions: dict[int, list[Any]] | None = None) -> dict[str, Any]:
     if not records:
         raise ChangeError("the log holds no event: nothing to replay")
     say = progress or (lambda _: None)
     t0 = time.perf_counter()
-    recorded = record(records)
-    say(f"recorded world: {len(records)} events replayed in {time.perf_counter() - t0:.1f} s")
+    recorded = record(records, decisions=decisions)
+    how = "read from the decision log" if decisions is not None else "replayed"
+    say(f"recorded world: {len(records)} events {how} in {time.perf_counter() - t0:.1f} s")
     check_changes(records, recorded, changes)
     sims: list[tuple[Change, Sim]] = []
     for i, change in enumerate(changes):

@@ -181,9 +181,11 @@ class Recorded:
     events: int
 
 
-def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] = Engine) -> Recorded:
-    """Replay the recorded log as it is, measure it, and read its launcher's lifecycle."""
-    engine = engine_factory()
+def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] = Engine,
+           decisions: dict[int, list[Decision]] | None = None) -> Recorded:
+    """Replay the recorded log as it is, measure it, and read its launcher's lifecycle. With
+    `decisions` (the decision log, by input offset: what the agent decided) nothing is replayed."""
+    engine = engine_factory() if decisions is None else None
     tracker = Tracker()
     life = Lifecycle()
     measure = Measure()
@@ -218,7 +220,7 @@ def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] =
             elif t == "WorkloadSubmitted":
                 tracker.submitted(w, pos)
             measure.item(item, now, w)
-        for d in engine.apply(rec.event, rec.offset):
+        for d in engine.apply(rec.event, rec.offset) if engine is not None else decisions.get(rec.offset, ()):  # type: ignore[union-attr]
             tracker.decided(d, now)
             measure.decision(d, now)
     measure.close(records[-1].time if records else 0)

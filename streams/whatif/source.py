@@ -124,8 +124,42 @@ async def read_log(url: str) -> list[TimedRecord]:
         raise SourceError(f"cannot read the log at {url}: {exc}") from None
     except Exception as exc:  # a corrupt SQLite file, an unreachable broker
         raise SourceError(f"cannot read the log at {url}: {type(exc).__name__}: {exc}") from None
-    for i, r in enumerate(records):
-        if r.offset != i:
-            # Kafka transaction markers take offsets; the engine numbers what it folds.
-            break
     return timed(r.value or b"" for r in records)
+
+
+async def read_decisions(url: str, n_inputs: int) -> dict[int, list[Any]] | None:
+    """The decision log by input position, when it covers the whole input log; else None (an
+    agent still behind, or a log without decisions: the recorded world is then replayed).
+
+    Decisions of a type this version does not know are skipped: what-if reads only the shapes
+    CONTRACT.md documents. Positions, not offsets: on Kafka, transaction markers take offsets."""
+    from domain.decisions import decode
+    from streams.log import Topics, open_log
+    from streams.settings import Settings
+
+    settings = Settings.from_env()
+    topics = Topics.from_settings(settings)
+    log = open_log(url, settings)
+    await log.start()
+    try:
+        inputs = [r.offset for r in await log.read_all(topics.input)]
+        if len(inputs) != n_inputs or not inputs:
+            return None
+        position = {off: i for i, off in enumerate(inputs)}
+        out: dict[int, list[Any]] = {}
+        last = -1
+        for r in await log.read_all(topics.decisions):
+            try:
+                d = decode(r.value or b"")
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            i = position.get(d.cause.offset)
+            if i is None:
+                return None
+            out.setdefault(i, []).append(d)
+            last = max(last, i)
+    finally:
+        await log.close()
+    # Complete when the agent decided the last input event; one that decides nothing (a valid
+    # configuration change) cannot show it, so the recorded world is then replayed.
+    return out if last == n_inputs - 1 else None

@@ -93,3 +93,35 @@ def test_the_changed_worlds_input_log_replays_to_its_decisions(tmp_path: Path, t
 def _write(path: Path, events: list[bytes]) -> Path:
     write_jsonl(path, events)
     return path
+
+
+def test_the_recorded_world_is_read_from_the_decision_log_when_it_covers_the_input(tmp_path: Path, timed_events: list[bytes]) -> None:
+    from domain.decisions import encode
+    from streams.whatif.run import run
+    from streams.whatif.source import read_decisions
+
+    url = f"sqlite:///{tmp_path / 'decided.db'}"
+    topics = Topics.from_settings(Settings.from_env())
+    engine = Engine()
+    decided = [encode(d) for i, e in enumerate(timed_events) for d in engine.apply(e, i)]
+
+    async def fill(decisions: list[bytes]) -> None:
+        log = open_log(url)
+        await log.start()
+        try:
+            if not await log.end_offset(topics.input):
+                await log.append(topics.input, [Message(e) for e in timed_events])
+            # A decision type this version does not know is skipped, not an error.
+            await log.append(topics.decisions, [Message(b'{"type":"Applied","cause":{"offset":0,"index":0}}')]
+                             + [Message(d) for d in decisions])
+        finally:
+            await log.close()
+
+    asyncio.run(fill(decided[:-5]))
+    records = asyncio.run(read_log(url))
+    assert asyncio.run(read_decisions(url, len(records))) is None  # the agent is behind: replay
+    asyncio.run(fill(decided[-5:]))
+    decisions = asyncio.run(read_decisions(url, len(records)))
+    assert decisions is not None
+    change = sweep([], ["clusterqueue/team-b.nominal=cpu:x2"], At())
+    assert run(records, change, decisions=decisions) == run(records, change)
