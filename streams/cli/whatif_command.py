@@ -25,6 +25,7 @@ def register(app: typer.Typer) -> None:
         bins: int = typer.Option(60, "--bins", help="points of each usage-over-time series"),
         write_events: Path = typer.Option(None, "--write-events", help="write the changed world's input log here "
                                           "(.jsonl; one file per change, numbered, in a sweep)"),
+        html_out: Path = typer.Option(None, "--html", help="also write a self-contained HTML report with plots here"),
         replay_recorded: bool = typer.Option(False, "--replay-recorded", help="replay the recorded world even when the "
                                              "decision log covers the input log (a log decided by another engine version)"),
         broker: str = broker_option(),
@@ -62,6 +63,12 @@ def register(app: typer.Typer) -> None:
             raise fail("whatif", str(exc), 2) from None
         except Stalled as exc:
             raise fail("whatif", f"the simulation stopped: {exc}", 1) from None
+        if html_out is not None:
+            from streams.whatif.html_report import render
+
+            html_out.write_text(render(report), encoding="utf-8")
+            if not json_out:
+                typer.echo(f"wrote {html_out}", err=True)
         if json_out:
             import msgspec
 

@@ -4,10 +4,12 @@ the two worlds' ends), and the workloads whose first admission moved most."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any
 
 from domain.quantity import format_amount
+from projections.statistics import WAIT_BUCKETS
 from streams.whatif.measure import GROUPS, Measure
 
 US = 1_000_000
@@ -23,7 +25,12 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 def wait_stats(waits: list[float]) -> dict[str, Any]:
     s = sorted(waits)
+    # Kueue's wait-time histogram buckets (seconds; upper bounds, the last open-ended).
+    counts = [0] * (len(WAIT_BUCKETS) + 1)
+    for v in s:
+        counts[bisect.bisect_left(WAIT_BUCKETS, v)] += 1
     return {
+        "histogram": {"le": list(WAIT_BUCKETS), "counts": counts},
         "count": len(s),
         "mean": sum(s) / len(s) if s else 0.0,
         "p50": percentile(s, 0.5),

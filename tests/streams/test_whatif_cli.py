@@ -128,3 +128,33 @@ def test_a_log_that_cannot_be_read_is_one_clear_error(tmp_path: Path) -> None:
     empty.write_bytes(b"")
     result = invoke(str(empty))
     assert result.exit_code == 2 and "holds no event" in result.stderr
+
+
+def test_the_html_report_is_self_contained_with_its_plots(log_file: Path, tmp_path: Path) -> None:
+    from html.parser import HTMLParser
+
+    class Scripts(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tags: list[dict[str, str | None]] = []
+            self.divs: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "script":
+                self.tags.append(dict(attrs))
+            elif tag == "div" and dict(attrs).get("id", "").startswith("plot-"):
+                self.divs.append(dict(attrs)["id"])
+
+    out = tmp_path / "report.html"
+    result = invoke(str(log_file), "--set", "clusterqueue/team-a.nominal=cpu:x1,x2", "--html", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    parsed = Scripts()
+    parsed.feed(page)
+    assert parsed.tags and all("src" not in t for t in parsed.tags)  # plotly's JavaScript is inline
+    assert "Plotly.newPlot" in page
+    # Two wait histograms (all workloads, team-a) and one usage chart (team-a, cpu)...
+    assert parsed.divs == ["plot-0", "plot-1", "plot-2"]
+    # ...each with the three worlds.
+    assert page.count('"name":"recorded"') == 3
+    assert page.count('team-a.nominal=cpu:x2"') == 3
