@@ -156,6 +156,7 @@ def renderables(report: dict[str, Any]) -> list[Any]:
     win = report["window"]
     out: list[Any] = [Text(f"{report['events']} recorded events, {win['start']} → {win['end']} ({seconds(win['seconds'])})",
                            style="bold")]
+    out += [Text(f"warning: {w}", style="bold yellow") for w in report.get("warnings", [])]
     variants = report["whatIf"]
     if len(variants) > 1:
         out += [Text(""), Text("Sweep", style="bold underline"), summary_table(report), Text(""),

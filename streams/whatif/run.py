@@ -48,7 +48,12 @@ def run(records: list[TimedRecord], changes: list[Change], *, bins: int = 60, to
             _write(path, sim.log)
         sims.append((change, sim))
     start, end = window(recorded.measure, *(s.measure for _, s in sims))
+    warnings = []
+    if records[0].time == records[-1].time:
+        warnings.append("the log's events carry no times (or all the same one): every run takes no time, "
+                        "and times to admission and usage over time say nothing")
     return {
+        "warnings": warnings,
         "window": {"start": format_time(start), "end": format_time(end), "seconds": (end - start) / 1e6, "bins": bins},
         "events": len(records),
         "recorded": world(recorded.measure, start, end, bins),

@@ -510,6 +510,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                     heapq.heappush(heap, p)  # cannot merge (not a Batch): after the slot
                     break
             i += 1
+            same_instant = 0  # the outside world moved on: not a stall
             rec = slot.rec
             if rec is None:
                 event: Event = items[0][1]

@@ -125,3 +125,13 @@ def test_the_recorded_world_is_read_from_the_decision_log_when_it_covers_the_inp
     assert decisions is not None
     change = sweep([], ["clusterqueue/team-b.nominal=cpu:x2"], At())
     assert run(records, change, decisions=decisions) == run(records, change)
+
+
+def test_a_log_without_times_runs_with_a_change_and_says_its_times_mean_nothing(tmp_path: Path) -> None:
+    from streams.whatif.run import run
+
+    path = tmp_path / "generated.jsonl"
+    write_jsonl(path, generated_events(3000, seed=5))
+    report = run(read_file(path), sweep([], ["clusterqueue/cq-a.nominal=cpu:x2"], At()))
+    assert report["warnings"] and "no times" in report["warnings"][0]
+    assert report["whatIf"][0]["totals"]["admitted"] >= report["recorded"]["totals"]["admitted"]
