@@ -240,6 +240,7 @@ class Slot:
     items: list[tuple[int, dict[str, Any]]]  # what is left of it (index in its Batch, event)
     unchanged: bool  # items are exactly the record's: give the engine its bytes
     batch: bool
+    touched: bool = False  # the change replaced a configuration object in it
 
 
 def _index_at(records: list[TimedRecord], change: Change) -> int:
@@ -327,6 +328,7 @@ def rewrite(records: list[TimedRecord], change: Change, life: Lifecycle) -> list
         batch = rec.value is not None and rec.value.get("type") == "Batch"
         kept: list[tuple[int, dict[str, Any]]] = []
         same = True
+        touched = False
         for idx, item in items:
             if (rec.offset, idx) in life.dropped:
                 same = False
@@ -338,6 +340,7 @@ def rewrite(records: list[TimedRecord], change: Change, life: Lifecycle) -> list
                     if k in by_key:
                         obj = changed(_compose(by_key[k], item["object"]), f"offset {rec.offset}")
                         same = False
+                        touched = True
                         if obj is not None:
                             kept.append((idx, {**item, "object": obj}))
                         continue
@@ -350,7 +353,7 @@ def rewrite(records: list[TimedRecord], change: Change, life: Lifecycle) -> list
         if not items:  # not an object: the engine rejects it in every world
             slots.append(Slot((rec.time, rec.offset, 0), rec, [], True, False))
         elif kept or batch:
-            slots.append(Slot((rec.time, rec.offset, 0), rec, kept, same, batch))
+            slots.append(Slot((rec.time, rec.offset, 0), rec, kept, same, batch, touched))
     if start >= len(records):
         slots.extend(ins_slots)
     return slots
@@ -472,8 +475,6 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                 if clean is not None:
                     tokens[w] = tokens.get(w, 0) + 1
                     schedule("cleanup", w, now + clean.delay, clean, clean.event)
-            elif from_change and type(d).__name__ == "Rejected":
-                rejected_change.append(getattr(d, "message", ""))
         for w in evicted:
             if tracker.state.get(w) != "evicted":
                 continue  # released in the same event (Immediate, or a reservation only)
@@ -529,7 +530,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                     event = {**rec.value, "events": [e for _, e in items]}
             else:
                 event = rec.event if slot.unchanged else items[0][1]
-            apply(event, items, now, rec.offset, False)
+            apply(event, items, now, rec.offset, slot.touched)
         else:
             p = heapq.heappop(heap)
             cur = p.key

@@ -158,3 +158,16 @@ def test_the_html_report_is_self_contained_with_its_plots(log_file: Path, tmp_pa
     # ...each with the three worlds.
     assert page.count('"name":"recorded"') == 3
     assert page.count('team-a.nominal=cpu:x2"') == 3
+
+
+def test_a_change_the_engine_rejects_in_context_stops_the_run_with_its_reason(log_file: Path, tmp_path: Path) -> None:
+    # Each Cohort is valid alone; together they make a cycle, which the engine refuses where the
+    # second is applied: known only in the replay, which stops with the engine's reason.
+    cyc = tmp_path / "cycle.yaml"
+    cyc.write_text(yaml.safe_dump_all([
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Cohort", "metadata": {"name": "x"}, "spec": {"parentName": "y"}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Cohort", "metadata": {"name": "y"}, "spec": {"parentName": "x"}},
+    ]))
+    result = invoke(str(log_file), "-f", str(cyc))
+    assert result.exit_code == 2, result.output
+    assert "was rejected by the engine" in result.stderr and "cycle" in result.stderr.lower()
