@@ -145,3 +145,28 @@ def test_a_sweep_runs_every_value_and_the_product_of_axes() -> None:
     assert waits == [90, 90, 0]  # 6 cpu still cannot hold both 4-cpu workloads
     both = sweep([], ["clusterqueue/team-a.nominal=cpu:x1,x2", "configuration.fairSharing=on,off"], At())
     assert len(both) == 4
+
+
+def test_immediate_eviction_release_admits_the_preemptor_without_waiting_for_the_launcher() -> None:
+    wpc = {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}, "value": 100}
+    preempting = cq("team-a", 4, preemption={"withinClusterQueue": "LowerPriority"})
+    urgent = submitted(30, "team-a", "urgent", 4)
+    urgent["workload"]["spec"]["priorityClassName"] = "high"
+    events = [
+        applied(FLAVOR), applied(wpc), applied(preempting), applied(lq("team-a", "team-a")),
+        submitted(0, "team-a", "batch", 4),
+        urgent,
+        {"type": "WorkloadReleased", "namespace": "team-a", "name": "batch", "time": stamp(32)},  # the launcher took 2 s
+        finished(52, "team-a", "urgent"),  # runs 20 s
+        finished(152, "team-a", "batch"),  # readmitted at 52, runs 100 s
+    ]
+    records = _records(events)
+    rec = record(records)
+    assert _admitted_at(rec.measure, "team-a/urgent") == 32
+    changes = sweep([], ["configuration.quotaflow.evictionRelease=Immediate"], At())
+    sim = simulate(records, rec, changes[0], keep_log=True)
+    assert _admitted_at(sim.measure, "team-a/urgent") == 30  # no launcher round trip
+    log = [msgspec.json.decode(x) if isinstance(x, bytes) else x for x in sim.log]
+    assert not any(e.get("type") == "WorkloadReleased" for e in log)  # the engine released it itself
+    finishes = {e["name"]: parse_time(e["time"]) for e in log if e.get("type") == "WorkloadFinished"}
+    assert finishes == {"urgent": parse_time(stamp(50)), "batch": parse_time(stamp(150))}
