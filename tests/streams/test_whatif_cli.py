@@ -10,12 +10,12 @@ from unittest import mock
 import msgspec
 import pytest
 import yaml
+from test_whatif_scenarios import one_queue_log
 from typer.testing import CliRunner
+from whatif_helpers import cq
 
 from devtools.generate import write_jsonl
 from streams.cli.main import app
-from tests.streams.test_whatif_scenarios import one_queue_log
-from tests.streams.whatif_helpers import cq
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from whatif_helpers import KeepingEngine
 
 from devtools.generate import generated_events, write_jsonl
 from devtools.timed_stream import recorded_log
@@ -19,7 +20,6 @@ from streams.settings import Settings
 from streams.whatif.changes import At, Change, sweep
 from streams.whatif.simulation import record, simulate
 from streams.whatif.source import read_file, read_log
-from tests.streams.whatif_helpers import KeepingEngine
 
 
 def _decisions_both_ways(records: list) -> tuple[list[bytes], list[bytes], int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from whatif_helpers import FLAVOR, applied, cq, finished, lq, submitted
 
 from devtools.timed_stream import API, stamp
 from domain.timestamps import parse_time
@@ -12,7 +13,6 @@ from streams.whatif.changes import At, Change, ops_from_documents, sweep
 from streams.whatif.run import run
 from streams.whatif.simulation import record, simulate
 from streams.whatif.source import timed
-from tests.streams.whatif_helpers import FLAVOR, applied, cq, finished, lq, submitted
 
 T0 = parse_time(stamp(0))
 
