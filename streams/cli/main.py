@@ -16,6 +16,7 @@ from streams.cli.list_commands import register as register_list_commands
 from streams.cli.log_commands import register as register_log_commands
 from streams.cli.stop_commands import register as register_stop_commands
 from streams.cli.view_commands import register as register_view_commands
+from streams.cli.whatif_command import register as register_whatif_command
 from streams.cli.workload_commands import register as register_workload_commands
 from streams.log.event_files import EventFileError, read_events
 
@@ -32,6 +33,7 @@ register_list_commands(app)
 register_view_commands(app)
 register_export_command(app)
 register_launch_command(app)
+register_whatif_command(app)
 
 
 def _version(value: bool) -> None:
