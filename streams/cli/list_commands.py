@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from domain.objects import STOP_NONE
 from streams.cli.common import broker_option, fail, require_existing_log, run
 
 list_app = typer.Typer(help="List Kueue objects as the logs have them (as kueuectl list).", no_args_is_help=True)
@@ -106,7 +107,7 @@ def list_cluster_queues(broker: str = broker_option(), output: Output = _output(
             "PENDING WORKLOADS": o["status"]["pendingWorkloads"],
             "ADMITTED WORKLOADS": o["status"]["admittedWorkloads"],
             "ACTIVE": _active(o),
-            "STOP POLICY": (o.get("spec") or {}).get("stopPolicy") or "None",
+            "STOP POLICY": (o.get("spec") or {}).get("stopPolicy") or STOP_NONE,
         }
         for o in objects
     ]

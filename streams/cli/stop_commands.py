@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from domain.objects import HOLD, HOLD_AND_DRAIN, STOP_NONE
 from streams.cli.common import broker_option, fail, run
 from streams.cli.publishing import publish
 from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, split_ref, workload_ref
@@ -81,8 +82,8 @@ def _queue_commands(app: typer.Typer, command: str, policy: Callable[[bool], str
             app.command(alias, hidden=i > 0)(make())
 
 
-_queue_commands(stop_app, "stop", lambda keep: "Hold" if keep else "HoldAndDrain", keep_flag=True)
-_queue_commands(resume_app, "resume", lambda keep: "None", keep_flag=False)
+_queue_commands(stop_app, "stop", lambda keep: HOLD if keep else HOLD_AND_DRAIN, keep_flag=True)
+_queue_commands(resume_app, "resume", lambda keep: STOP_NONE, keep_flag=False)
 
 
 def _workload_commands(app: typer.Typer, command: str, active: bool) -> None:
