@@ -293,6 +293,16 @@ class AgentProcess:
                 self.proc.wait(5)
         return self.proc.returncode
 
+    def wait_recovered_sync(self, timeout: float) -> None:
+        """`wait_recovered` for synchronous fixtures: the agent's signal handlers are in place once
+        it has recovered, so a SIGTERM after this stops it cleanly (exit 0)."""
+        deadline = time.monotonic() + timeout
+        marker = f"--- start {self.starts - 1}\n".encode()
+        while b'"event":"recovered"' not in self.log_path.read_bytes().rpartition(marker)[2]:
+            assert self.alive, self.tail()
+            assert time.monotonic() < deadline, f"no recovery in {timeout} s\n{self.tail()}"
+            time.sleep(0.05)
+
     async def wait_recovered(self, timeout: float) -> None:
         """Wait for the current run's `recovered` log line."""
         deadline = time.monotonic() + timeout

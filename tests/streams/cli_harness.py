@@ -104,6 +104,8 @@ def logs(request: pytest.FixtureRequest, tmp_path: Path) -> Live:
 def live(logs: Live) -> Iterator[Live]:
     """`logs` with an agent following them."""
     logs.start_agent()
+    assert logs.agent is not None
+    logs.agent.wait_recovered_sync(120)
     try:
         yield logs
     finally:
