@@ -1,0 +1,290 @@
+"""Configuration events: `ConfigApplied` and `ConfigDeleted` of Kueue's objects, and what they
+change for the queues and workloads that depend on them (activeness, cohort trees, priorities,
+stop policies).
+
+`config_applied` and `config_deleted` apply one event or raise `InvalidInput` (the engine then
+decides `Rejected`). `apply_object` alone also restores a snapshot's configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from domain import reasons
+from domain.emitter import Emitter
+from domain.fields import Fields, InvalidInput
+from domain.lifecycle import (
+    drop_if_terminated,
+    equivalence_class,
+    route,
+    set_pending,
+    unroute,
+    wake_all,
+    wake_tree,
+)
+from domain.names import label_problem, shown, subdomain_problem
+from domain.objects import (
+    STRICT_FIFO,
+    AdmissionCheckSpec,
+    ClusterQueueSpec,
+    CohortSpec,
+    ConfigObject,
+    Configuration,
+    LocalQueueSpec,
+    NamespaceSpec,
+    ResourceFlavor,
+    WorkloadPriorityClass,
+    checked,
+    object_key,
+    parse_object,
+)
+from domain.queues import PendingQueue
+from domain.quota import QuotaNode
+from domain.state import ClusterQueueState, State
+from domain.stop_policy import drain_local_queue, is_stopped, stop_cluster_queue
+from domain.topology import (
+    apply_cohort,
+    delete_cohort,
+    quota_maps,
+    set_parent,
+    would_cycle,
+    yunikorn_max_violations,
+)
+from domain.workload_events import change_priority
+
+
+def config_applied(state: State, raw: Mapping[str, Any], out: Emitter) -> None:
+    raw_object = raw.get("object")
+    obj = parse_object(raw_object)
+    apply_object(state, obj, out)
+    assert isinstance(raw_object, Mapping)
+    state.objects[config_key(obj)] = raw_object
+
+
+def apply_object(state: State, obj: ConfigObject, out: Emitter) -> None:
+    if isinstance(obj, ResourceFlavor):
+        state.flavors[obj.name] = obj
+        refresh_activeness(state, out)
+    elif isinstance(obj, ClusterQueueSpec):
+        _apply_cluster_queue(state, obj, out)
+    elif isinstance(obj, LocalQueueSpec):
+        _apply_local_queue(state, obj, out)
+    elif isinstance(obj, CohortSpec):
+        if would_cycle(state, obj.name, obj.parent):
+            raise InvalidInput(
+                reasons.INVALID_OBJECT,
+                f"Cohort: spec.parentName: {obj.parent} would make a cycle of cohorts",
+            )
+        if obj.yunikorn_rules:
+            existing = state.cohorts.get(obj.name)
+            problems = yunikorn_max_violations(
+                state, existing.node if existing else None, obj.name, False, obj.quotas(), obj.parent
+            )
+            _refuse_above_parent("Cohort", obj.name, problems)
+        cohort = apply_cohort(state, obj)
+        wake_node(state, cohort.node)
+    elif isinstance(obj, WorkloadPriorityClass):
+        state.priority_classes[obj.name] = obj.value
+        for key in list(state.by_priority_class.get(obj.name, {})):
+            ws = state.workloads[key]
+            if ws.spec.priority is None:
+                change_priority(state, ws, obj.value, out)
+    elif isinstance(obj, AdmissionCheckSpec):
+        state.admission_checks[obj.name] = obj
+        refresh_activeness(state, out)
+    elif isinstance(obj, NamespaceSpec):
+        state.namespaces[obj.name] = dict(obj.labels)
+        wake_all(state)
+    elif isinstance(obj, Configuration):
+        state.configuration = obj
+        wake_all(state)
+
+
+def _apply_cluster_queue(state: State, spec: ClusterQueueSpec, out: Emitter) -> None:
+    if spec.yunikorn_rules:
+        existing = state.cluster_queues.get(spec.name)
+        problems = yunikorn_max_violations(
+            state, existing.node if existing else None, spec.name, True, spec.quotas(), spec.cohort
+        )
+        _refuse_above_parent("ClusterQueue", spec.name, problems)
+    groups = {res: g for g in spec.resource_groups for res in g.covered}
+    cq = state.cluster_queues.get(spec.name)
+    strict = spec.queueing_strategy == STRICT_FIFO
+    old_root: QuotaNode | None = None
+    if cq is None:
+        cq = ClusterQueueState(spec, QuotaNode(spec.name, True), PendingQueue(strict), groups)
+        state.cluster_queues[spec.name] = cq
+    else:
+        old_root = cq.node.root()
+        cq.spec = spec
+        cq.groups = groups
+        cq.terminating = False
+        if cq.queue.strict != strict:
+            old = cq.queue
+            cq.queue = PendingQueue(strict)
+            for order_key in list(old.keys()):
+                cq.queue.push(order_key, equivalence_class(state.workloads[order_key[3]]))
+    cq.quotas = spec.quotas()
+    cq.node.set_quotas(*quota_maps(cq.quotas))
+    cq.node.weight = spec.fair_weight
+    set_parent(state, cq.node, spec.cohort)
+    stop_cluster_queue(state, out, cq)
+    # Only this queue's activeness can have changed: every other queue's depends on its own
+    # spec and termination and on the flavors and admission checks, and each change of those
+    # refreshes all queues (see refresh_activeness). Refreshing them all here made applying
+    # n ClusterQueues cost n² checks.
+    refresh_activeness(state, out, only=cq)
+    for key in list(state.parked.get(f"cq:{spec.name}", {})):
+        ws = state.workloads[key]
+        unroute(state, ws)
+        route(state, out, ws)
+    if old_root is not None and old_root is not cq.node.root():
+        wake_node(state, old_root)
+    wake_tree(state, cq)
+
+
+def _refuse_above_parent(kind: str, name: str, problems: list[str]) -> None:
+    if problems:
+        raise InvalidInput(
+            reasons.INVALID_OBJECT,
+            f"{kind} {name}: {'; '.join(problems)} (YuniKorn quota model: a child queue's max "
+            "cannot exceed its parent's)",
+        )
+
+
+def _apply_local_queue(state: State, spec: LocalQueueSpec, out: Emitter) -> None:
+    key = (spec.namespace, spec.name)
+    old = state.local_queues.get(key)
+    if old is not None and old.cluster_queue != spec.cluster_queue:
+        raise InvalidInput(
+            reasons.IMMUTABLE_FIELD,
+            f"LocalQueue {spec.namespace}/{spec.name}: spec.clusterQueue: Invalid value: "
+            f'"{spec.cluster_queue}": field is immutable',
+        )
+    state.local_queues[key] = spec
+    members = list(state.by_local_queue.get(key, {}))
+    drain_local_queue(state, out, spec.stop_policy, members)
+    if old is None or old.stop_policy != spec.stop_policy:
+        for wl in members:
+            ws = state.workloads[wl]
+            if ws.admission is None and ws.spec.active:
+                unroute(state, ws)
+                route(state, out, ws)
+
+
+def refresh_activeness(state: State, out: Emitter, only: ClusterQueueState | None = None) -> None:
+    """Recompute which ClusterQueues are active (and why not). A queue's activeness reads
+    only its spec, whether it is terminating, and the flavors and admission checks that
+    exist: whoever changes any of these calls this, for every queue or (`only`) for the one
+    queue whose spec or termination alone changed."""
+    for cq in state.cluster_queues.values() if only is None else (only,):
+        problems: list[str] = []
+        missing = [f for f in cq.spec.flavor_names() if f not in state.flavors]
+        if missing:
+            problems.append(f"references missing ResourceFlavor(s): {', '.join(missing)}")
+        checks = [c.name for c in cq.spec.admission_checks if c.name not in state.admission_checks]
+        if checks:
+            problems.append(f"references missing AdmissionCheck(s): {', '.join(checks)}")
+        if is_stopped(cq.spec.stop_policy):
+            problems.append("is stopped")
+        if cq.terminating:
+            problems.append("is terminating")
+        active = not problems
+        cq.inactive_message = "; ".join(problems)
+        if active == cq.active:
+            continue
+        cq.active = active
+        if active:
+            wake_tree(state, cq)
+        else:
+            message = reasons.MSG_CQ_INACTIVE.format(cq=cq.name)
+            for order_key in list(cq.queue.keys()):
+                set_pending(state, out, state.workloads[order_key[3]], (reasons.SUSPENDED, message))
+
+
+def wake_node(state: State, node: QuotaNode) -> None:
+    """Retry the parked heads of the cohort tree `node` is in."""
+    root = node.root()
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        if current.is_cluster_queue:
+            cq = state.cluster_queues.get(current.name)
+            if cq is not None:
+                wake_tree(state, cq)
+            return
+        stack.extend(current.children.values())
+
+
+def config_deleted(state: State, raw: Mapping[str, Any], out: Emitter) -> None:
+    f = Fields(raw, "", reasons.MALFORMED_EVENT)
+    kind = f.str("kind")
+    name = f.str("name")
+    if kind != "Configuration":
+        checked(f, "name", name, label_problem(name) if kind == "Namespace" else subdomain_problem(name))
+    found = True
+    if kind == "ClusterQueue":
+        cq = state.cluster_queues.get(name)
+        found = cq is not None and not cq.terminating
+        if cq is not None and found:
+            # Like Kueue's finalizer: it lingers, inactive, while workloads hold its quota.
+            cq.terminating = True
+            refresh_activeness(state, out)
+            wake_tree(state, cq)
+            drop_if_terminated(state, out, cq)
+    elif kind == "LocalQueue":
+        lq_key = (f.str("namespace", "default"), name)
+        found = state.local_queues.pop(lq_key, None) is not None
+        for key in list(state.by_local_queue.get(lq_key, {})):
+            ws = state.workloads[key]
+            if ws.admission is None and ws.spec.active:
+                unroute(state, ws)
+                route(state, out, ws)
+    elif kind == "ResourceFlavor":
+        found = state.flavors.pop(name, None) is not None
+        refresh_activeness(state, out)
+    elif kind == "Cohort":
+        cohort = state.cohorts.get(name)
+        found = cohort is not None and cohort.spec is not None
+        if cohort is not None and found:
+            node = cohort.node
+            delete_cohort(state, name)
+            wake_node(state, node)
+    elif kind == "WorkloadPriorityClass":
+        found = state.priority_classes.pop(name, None) is not None
+    elif kind == "AdmissionCheck":
+        found = state.admission_checks.pop(name, None) is not None
+        refresh_activeness(state, out)
+    elif kind == "Namespace":
+        found = state.namespaces.pop(name, None) is not None
+        wake_all(state)
+    elif kind == "Configuration":
+        state.configuration = Configuration()
+        wake_all(state)
+    else:
+        raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{shown(kind)}"')
+    if not found:
+        raise InvalidInput(reasons.NOT_FOUND, f'{kind} "{name}" not found')
+    if kind == "LocalQueue":
+        state.objects.pop(object_key(kind, name, f.str("namespace", "default")), None)
+    elif kind == "Configuration":
+        state.objects.pop("Configuration", None)
+    elif kind != "ClusterQueue":  # a deleted ClusterQueue lingers while it holds quota
+        state.objects.pop(object_key(kind, name), None)
+
+
+def config_key(obj: ConfigObject) -> str:
+    if isinstance(obj, Configuration):
+        return "Configuration"
+    if isinstance(obj, LocalQueueSpec):
+        return object_key("LocalQueue", obj.name, obj.namespace)
+    kinds = {
+        ResourceFlavor: "ResourceFlavor",
+        ClusterQueueSpec: "ClusterQueue",
+        CohortSpec: "Cohort",
+        WorkloadPriorityClass: "WorkloadPriorityClass",
+        AdmissionCheckSpec: "AdmissionCheck",
+        NamespaceSpec: "Namespace",
+    }
+    return object_key(kinds[type(obj)], obj.name)
