@@ -33,6 +33,12 @@ CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
 CONDITION_MESSAGE_MAX = 32768  # a Kubernetes condition's message
 
 
+def retry_queue_time(queue_time: int, clock: int) -> int:
+    """Kueue requeues a Retry-evicted workload by its eviction time (the log's clock): behind
+    the others."""
+    return max(queue_time, clock)
+
+
 def check_state_changed(state: State, raw: Mapping[str, Any], out: Emitter) -> None:
     key = lookup(raw)
     ws = state.workloads.get(key)
@@ -59,8 +65,7 @@ def check_state_changed(state: State, raw: Mapping[str, Any], out: Emitter) -> N
             admission.admitted = True
             out.emit(Admitted, key, clusterQueue=admission.cluster_queue, podSetAssignments=admission.pod_sets)
     elif new_state == "Retry":
-        # Kueue requeues a Retry-evicted workload by its eviction time: behind the others.
-        ws.queue_time = max(ws.queue_time, state.clock)
+        ws.queue_time = retry_queue_time(ws.queue_time, state.clock)
         ws.order_key = (-ws.priority, ws.queue_time, ws.seq, ws.key)
         evict(state, out, ws, reasons.ADMISSION_CHECK, f"Evicted due to AdmissionCheck in Retry state: {detail}")
     elif new_state == "Rejected":

@@ -2,8 +2,10 @@
 change for the queues and workloads that depend on them (activeness, cohort trees, priorities,
 stop policies).
 
-`config_applied` and `config_deleted` apply one event or raise `InvalidInput` (the engine then
-decides `Rejected`). `apply_object` alone also restores a snapshot's configuration.
+`config_applied` and `config_deleted` apply one event or raise `InvalidInput` before changing
+anything (the engine then decides `Rejected`). An applied event's first decision is `Applied`
+(created, updated or deleted), then what it set off (evictions of a stopped queue, Pending of the
+workloads that wait differently). `apply_object` alone also restores a snapshot's configuration.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from domain import reasons
+from domain.decisions import Applied
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput
 from domain.lifecycle import (
@@ -54,15 +57,63 @@ from domain.topology import (
 from domain.workload_events import change_priority
 
 
-def config_applied(state: State, raw: Mapping[str, Any], out: Emitter) -> None:
+CREATED = "created"
+UPDATED = "updated"
+DELETED = "deleted"
+
+
+def config_applied(state: State, raw: Mapping[str, Any], out: Emitter, batch_index: int | None) -> None:
+    """Validate the object (`refuse`), decide `Applied`, then apply it and what it sets off."""
     raw_object = raw.get("object")
     obj = parse_object(raw_object)
-    apply_object(state, obj, out)
+    refuse(state, obj)
     assert isinstance(raw_object, Mapping)
-    state.objects[config_key(obj)] = raw_object
+    key = config_key(obj)
+    kind, name, namespace = identity(obj)
+    existing = state.cluster_queues.get(obj.name) if isinstance(obj, ClusterQueueSpec) else None
+    # A deleted ClusterQueue that lingers while it holds quota is gone to the user: applied
+    # again, it is created.
+    known = key in state.objects and (existing is None or not existing.terminating)
+    action = UPDATED if known else CREATED
+    out.emit(Applied, kind=kind, name=name, namespace=namespace, action=action, batchIndex=batch_index)
+    apply_object(state, obj, out)
+    state.objects[key] = raw_object
+
+
+def refuse(state: State, obj: ConfigObject) -> None:
+    """Raise `InvalidInput` if the object, valid on its own, cannot be applied to this state.
+    Runs before anything changes, so a refused object changes nothing."""
+    if isinstance(obj, CohortSpec):
+        if would_cycle(state, obj.name, obj.parent):
+            raise InvalidInput(
+                reasons.INVALID_OBJECT,
+                f"Cohort: spec.parentName: {obj.parent} would make a cycle of cohorts",
+            )
+        if obj.yunikorn_rules:
+            cohort = state.cohorts.get(obj.name)
+            problems = yunikorn_max_violations(
+                state, cohort.node if cohort else None, obj.name, False, obj.quotas(), obj.parent
+            )
+            _refuse_above_parent("Cohort", obj.name, problems)
+    elif isinstance(obj, ClusterQueueSpec):
+        if obj.yunikorn_rules:
+            cq = state.cluster_queues.get(obj.name)
+            problems = yunikorn_max_violations(
+                state, cq.node if cq else None, obj.name, True, obj.quotas(), obj.cohort
+            )
+            _refuse_above_parent("ClusterQueue", obj.name, problems)
+    elif isinstance(obj, LocalQueueSpec):
+        old = state.local_queues.get((obj.namespace, obj.name))
+        if old is not None and old.cluster_queue != obj.cluster_queue:
+            raise InvalidInput(
+                reasons.IMMUTABLE_FIELD,
+                f"LocalQueue {obj.namespace}/{obj.name}: spec.clusterQueue: Invalid value: "
+                f'"{obj.cluster_queue}": field is immutable',
+            )
 
 
 def apply_object(state: State, obj: ConfigObject, out: Emitter) -> None:
+    """Apply a valid object (`refuse` found nothing against it)."""
     if isinstance(obj, ResourceFlavor):
         state.flavors[obj.name] = obj
         refresh_activeness(state, out)
@@ -71,17 +122,6 @@ def apply_object(state: State, obj: ConfigObject, out: Emitter) -> None:
     elif isinstance(obj, LocalQueueSpec):
         _apply_local_queue(state, obj, out)
     elif isinstance(obj, CohortSpec):
-        if would_cycle(state, obj.name, obj.parent):
-            raise InvalidInput(
-                reasons.INVALID_OBJECT,
-                f"Cohort: spec.parentName: {obj.parent} would make a cycle of cohorts",
-            )
-        if obj.yunikorn_rules:
-            existing = state.cohorts.get(obj.name)
-            problems = yunikorn_max_violations(
-                state, existing.node if existing else None, obj.name, False, obj.quotas(), obj.parent
-            )
-            _refuse_above_parent("Cohort", obj.name, problems)
         cohort = apply_cohort(state, obj)
         wake_node(state, cohort.node)
     elif isinstance(obj, WorkloadPriorityClass):
@@ -102,12 +142,6 @@ def apply_object(state: State, obj: ConfigObject, out: Emitter) -> None:
 
 
 def _apply_cluster_queue(state: State, spec: ClusterQueueSpec, out: Emitter) -> None:
-    if spec.yunikorn_rules:
-        existing = state.cluster_queues.get(spec.name)
-        problems = yunikorn_max_violations(
-            state, existing.node if existing else None, spec.name, True, spec.quotas(), spec.cohort
-        )
-        _refuse_above_parent("ClusterQueue", spec.name, problems)
     groups = {res: g for g in spec.resource_groups for res in g.covered}
     cq = state.cluster_queues.get(spec.name)
     strict = spec.queueing_strategy == STRICT_FIFO
@@ -156,12 +190,6 @@ def _refuse_above_parent(kind: str, name: str, problems: list[str]) -> None:
 def _apply_local_queue(state: State, spec: LocalQueueSpec, out: Emitter) -> None:
     key = (spec.namespace, spec.name)
     old = state.local_queues.get(key)
-    if old is not None and old.cluster_queue != spec.cluster_queue:
-        raise InvalidInput(
-            reasons.IMMUTABLE_FIELD,
-            f"LocalQueue {spec.namespace}/{spec.name}: spec.clusterQueue: Invalid value: "
-            f'"{spec.cluster_queue}": field is immutable',
-        )
     state.local_queues[key] = spec
     members = list(state.by_local_queue.get(key, {}))
     drain_local_queue(state, out, spec.stop_policy, members)
@@ -217,74 +245,113 @@ def wake_node(state: State, node: QuotaNode) -> None:
         stack.extend(current.children.values())
 
 
-def config_deleted(state: State, raw: Mapping[str, Any], out: Emitter) -> None:
+def config_deleted(state: State, raw: Mapping[str, Any], out: Emitter, batch_index: int | None) -> None:
+    """Find the object (or raise `InvalidInput`, having changed nothing), decide `Applied`
+    (deleted), then delete it and apply what that sets off."""
     f = Fields(raw, "", reasons.MALFORMED_EVENT)
     kind = f.str("kind")
     name = f.str("name")
     if kind != "Configuration":
         checked(f, "name", name, label_problem(name) if kind == "Namespace" else subdomain_problem(name))
-    found = True
+    namespace: str | None = None
     if kind == "ClusterQueue":
         cq = state.cluster_queues.get(name)
         found = cq is not None and not cq.terminating
-        if cq is not None and found:
-            # Like Kueue's finalizer: it lingers, inactive, while workloads hold its quota.
-            cq.terminating = True
-            refresh_activeness(state, out)
-            wake_tree(state, cq)
-            drop_if_terminated(state, out, cq)
     elif kind == "LocalQueue":
-        lq_key = (f.str("namespace", "default"), name)
-        found = state.local_queues.pop(lq_key, None) is not None
+        namespace = f.str("namespace", "default")
+        found = (namespace, name) in state.local_queues
+    elif kind == "ResourceFlavor":
+        found = name in state.flavors
+    elif kind == "Cohort":
+        cohort = state.cohorts.get(name)
+        found = cohort is not None and cohort.spec is not None
+    elif kind == "WorkloadPriorityClass":
+        found = name in state.priority_classes
+    elif kind == "AdmissionCheck":
+        found = name in state.admission_checks
+    elif kind == "Namespace":
+        found = name in state.namespaces
+    elif kind == "Configuration":
+        found = True  # deleting it restores the defaults, whether or not one was applied
+    else:
+        raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{shown(kind)}"')
+    if not found:
+        raise InvalidInput(reasons.NOT_FOUND, f'{kind} "{name}" not found')
+    out.emit(
+        Applied,
+        kind=kind,
+        name=None if kind == "Configuration" else name,
+        namespace=namespace,
+        action=DELETED,
+        batchIndex=batch_index,
+    )
+    _delete_object(state, kind, name, namespace, out)
+
+
+def _delete_object(state: State, kind: str, name: str, namespace: str | None, out: Emitter) -> None:
+    """Delete an object that exists, and apply what that sets off."""
+    if kind == "ClusterQueue":
+        cq = state.cluster_queues[name]
+        # Like Kueue's finalizer: it lingers, inactive, while workloads hold its quota.
+        cq.terminating = True
+        refresh_activeness(state, out)
+        wake_tree(state, cq)
+        drop_if_terminated(state, out, cq)
+    elif kind == "LocalQueue":
+        assert namespace is not None
+        lq_key = (namespace, name)
+        del state.local_queues[lq_key]
         for key in list(state.by_local_queue.get(lq_key, {})):
             ws = state.workloads[key]
             if ws.admission is None and ws.spec.active:
                 unroute(state, ws)
                 route(state, out, ws)
     elif kind == "ResourceFlavor":
-        found = state.flavors.pop(name, None) is not None
+        del state.flavors[name]
         refresh_activeness(state, out)
     elif kind == "Cohort":
-        cohort = state.cohorts.get(name)
-        found = cohort is not None and cohort.spec is not None
-        if cohort is not None and found:
-            node = cohort.node
-            delete_cohort(state, name)
-            wake_node(state, node)
+        node = state.cohorts[name].node
+        delete_cohort(state, name)
+        wake_node(state, node)
     elif kind == "WorkloadPriorityClass":
-        found = state.priority_classes.pop(name, None) is not None
+        del state.priority_classes[name]
     elif kind == "AdmissionCheck":
-        found = state.admission_checks.pop(name, None) is not None
+        del state.admission_checks[name]
         refresh_activeness(state, out)
     elif kind == "Namespace":
-        found = state.namespaces.pop(name, None) is not None
+        del state.namespaces[name]
         wake_all(state)
     elif kind == "Configuration":
         state.configuration = Configuration()
         wake_all(state)
-    else:
-        raise InvalidInput(reasons.UNKNOWN_KIND, f'kind: unknown kind "{shown(kind)}"')
-    if not found:
-        raise InvalidInput(reasons.NOT_FOUND, f'{kind} "{name}" not found')
     if kind == "LocalQueue":
-        state.objects.pop(object_key(kind, name, f.str("namespace", "default")), None)
+        state.objects.pop(object_key(kind, name, namespace), None)
     elif kind == "Configuration":
         state.objects.pop("Configuration", None)
     elif kind != "ClusterQueue":  # a deleted ClusterQueue lingers while it holds quota
         state.objects.pop(object_key(kind, name), None)
 
 
-def config_key(obj: ConfigObject) -> str:
+def identity(obj: ConfigObject) -> tuple[str, str | None, str | None]:
+    """An object's kind, name (None for the Configuration, one per log) and namespace (for a
+    namespaced kind)."""
     if isinstance(obj, Configuration):
-        return "Configuration"
+        return "Configuration", None, None
     if isinstance(obj, LocalQueueSpec):
-        return object_key("LocalQueue", obj.name, obj.namespace)
-    kinds = {
-        ResourceFlavor: "ResourceFlavor",
-        ClusterQueueSpec: "ClusterQueue",
-        CohortSpec: "Cohort",
-        WorkloadPriorityClass: "WorkloadPriorityClass",
-        AdmissionCheckSpec: "AdmissionCheck",
-        NamespaceSpec: "Namespace",
-    }
-    return object_key(kinds[type(obj)], obj.name)
+        return "LocalQueue", obj.name, obj.namespace
+    return _KINDS[type(obj)], obj.name, None
+
+
+def config_key(obj: ConfigObject) -> str:
+    kind, name, namespace = identity(obj)
+    return "Configuration" if name is None else object_key(kind, name, namespace)
+
+
+_KINDS: dict[type, str] = {
+    ResourceFlavor: "ResourceFlavor",
+    ClusterQueueSpec: "ClusterQueue",
+    CohortSpec: "Cohort",
+    WorkloadPriorityClass: "WorkloadPriorityClass",
+    AdmissionCheckSpec: "AdmissionCheck",
+    NamespaceSpec: "Namespace",
+}

@@ -41,6 +41,7 @@ from domain.envelope import (
     is_retry,
     limit_error,
     remember,
+    subject,
 )
 from domain.fields import Fields, InvalidInput, type_name
 from domain.lifecycle import DeferredWakes, wake_queue
@@ -81,6 +82,8 @@ EVENT_TYPES = (
     "AdmissionCheckStateChanged",
     "Batch",
 )
+
+Raw = Mapping[str, Any]
 
 _json = msgspec.json.Decoder()
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
@@ -161,7 +164,7 @@ class Engine:
         applied = self._apply_typed(event, offset * BATCH_SLOTS, out, submitted) if type(event) is bytes else None
         if applied is None:
             raw = decode_record(event, out)
-            applied = raw is not None and self._dispatch(raw, offset * BATCH_SLOTS, out, submitted, top_level=True)
+            applied = raw is not None and self._dispatch(raw, offset * BATCH_SLOTS, out, submitted, None)
         if not applied:
             # A rejected or repeated event changes nothing, not even by way of what it wakes.
             state.deferred = {**deferred, **state.deferred}
@@ -198,7 +201,7 @@ class Engine:
         state = self.state
         if is_retry(state, batch.id):
             return False
-        if batch.events is None or batch_error(len(batch.events)) is not None:
+        if not batch.events or batch_error(len(batch.events)) is not None:
             return None  # the general path rejects it
         try:
             batch_time = event_time(batch.time)
@@ -248,6 +251,7 @@ class Engine:
         except (NotTyped, InvalidInput):
             return None
         self._event_time = time
+        clock = state.clock
         advance_clock(state, time)
         try:
             if spec is not None:
@@ -259,6 +263,7 @@ class Engine:
             else:
                 release_workload(state, key, out)
         except InvalidInput:
+            state.clock = clock
             return None  # refused before any change: the general path says why
         remember(state, ev.id)
         return True
@@ -270,11 +275,15 @@ class Engine:
         seq: int,
         out: Emitter,
         submitted: list[str],
-        top_level: bool,
+        batch_index: int | None,
     ) -> bool:
-        """Apply one event; False when it was a producer's retry or was rejected."""
+        """Apply one event (the `batch_index`-th of a Batch, or one at the top level when
+        None); False when it was a producer's retry or was rejected. A rejected event changes
+        nothing: not even the clock, which its `time` would have moved."""
         etype = raw.get("type")
         state = self.state
+        top_level = batch_index is None
+        clock = state.clock
         try:
             event_id = raw.get("id")
             if is_retry(state, event_id):
@@ -291,6 +300,8 @@ class Engine:
                 if raw.get("events") is None:
                     raise InvalidInput(reasons.MALFORMED_EVENT, "events: required value")
                 events = Fields(raw, "", reasons.MALFORMED_EVENT).list("events")
+                if not events:
+                    raise InvalidInput(reasons.MALFORMED_EVENT, "events: must hold at least one event")
                 too_many = batch_error(len(events))
                 if too_many is not None:
                     raise InvalidInput(reasons.LIMIT_EXCEEDED, too_many)
@@ -306,12 +317,23 @@ class Engine:
                     reasons.UNKNOWN_EVENT_TYPE,
                     f'unknown event type {shown(repr(etype))}; expected one of {", ".join(EVENT_TYPES)}',
                 )
-            handler(self, raw, seq, out, submitted)
+            handler(self, raw, seq, out, submitted, batch_index)
             remember(state, event_id)
             return True
         except InvalidInput as exc:
+            state.clock = clock
             label = shown(etype) if isinstance(etype, str) else "event"
-            out.emit(Rejected, rejected_workload(raw), reason=exc.reason, message=f"{label}: {exc.message}")
+            kind, name, namespace = subject(raw)
+            out.emit(
+                Rejected,
+                rejected_workload(raw),
+                reason=exc.reason,
+                message=f"{label}: {exc.message}",
+                kind=kind,
+                name=name,
+                namespace=namespace,
+                batchIndex=batch_index,
+            )
             return False
 
     def _dispatch_inner(self, inner: object, i: int, seq: int, out: Emitter, submitted: list[str]) -> None:
@@ -321,37 +343,42 @@ class Engine:
                 Rejected,
                 reason=reasons.MALFORMED_EVENT,
                 message=f"events[{i}]: expected an event object, got {type_name(inner)}",
+                batchIndex=i,
             )
             return
-        self._dispatch(inner, seq + i, out, submitted, top_level=False)
+        self._dispatch(inner, seq + i, out, submitted, i)
 
     # -- handlers: each event type to the module that holds its rules ------------------------
-    def _config_applied(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
-        config_applied(self.state, raw, out)
+    # (raw event, its log position, the decisions so far, the submissions to settle, and its
+    # index in its Batch: None at the top level)
+    def _config_applied(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
+        config_applied(self.state, raw, out, index)
 
-    def _config_deleted(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
-        config_deleted(self.state, raw, out)
+    def _config_deleted(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
+        config_deleted(self.state, raw, out, index)
 
-    def _workload_submitted(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
+    def _workload_submitted(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
         submit(self.state, parse_workload(raw.get("workload")), seq, self._event_time, out, submitted)
 
-    def _workload_updated(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
+    def _workload_updated(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
         update(self.state, parse_workload(raw.get("workload")), out)
 
-    def _workload_finished(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
+    def _workload_finished(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
         finish(self.state, lookup(raw), out, self._wakes)
 
-    def _workload_deleted(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
+    def _workload_deleted(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
         delete(self.state, lookup(raw), out, self._wakes)
 
-    def _workload_released(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
+    def _workload_released(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
         release_workload(self.state, lookup(raw), out)
 
-    def _admission_check_state(self, raw: Mapping[str, Any], seq: int, out: Emitter, submitted: list[str]) -> None:
+    def _admission_check_state(
+        self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None
+    ) -> None:
         check_state_changed(self.state, raw, out)
 
 
-_Handler = Callable[[Engine, Mapping[str, Any], int, Emitter, list[str]], None]
+_Handler = Callable[[Engine, Raw, int, Emitter, list[str], int | None], None]
 
 _HANDLERS: dict[str, _Handler] = {
     "ConfigApplied": Engine._config_applied,

@@ -25,6 +25,8 @@ from domain.decisions import Rejected
 from domain.emitter import Emitter
 from domain.fields import InvalidInput, type_name
 from domain.limits import record_error, value_error
+from domain.names import label_problem, subdomain_problem
+from domain.objects import KINDS, NAMESPACED_KINDS
 from domain.state import State
 from domain.timestamps import TimestampError, parse_time
 
@@ -108,3 +110,46 @@ def advance_clock(state: State, time: int | None) -> None:
 def remember(state: State, event_id: str | None) -> None:
     if event_id is not None:
         state.seen_ids.add(event_id)
+
+
+_WORKLOAD_EVENTS = ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged")
+
+
+def subject(raw: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """The kind, name and namespace of what an event names (a Workload, or a config object), each
+    where it is one Kubernetes would accept: a Rejected decision carries them, and an invalid
+    name is quoted, cut short, in its message instead."""
+    etype = raw.get("type")
+    kind: object = None
+    name: object = None
+    namespace: object = None
+    if etype in ("WorkloadSubmitted", "WorkloadUpdated"):
+        kind = "Workload"
+        meta = _mapping(_mapping(raw.get("workload")).get("metadata"))
+        name, namespace = meta.get("name"), meta.get("namespace") or "default"
+    elif etype in _WORKLOAD_EVENTS:
+        kind, name, namespace = "Workload", raw.get("name"), raw.get("namespace") or "default"
+    elif etype == "ConfigApplied":
+        obj = _mapping(raw.get("object"))
+        meta = _mapping(obj.get("metadata"))
+        kind, name, namespace = obj.get("kind"), meta.get("name"), meta.get("namespace") or "default"
+    elif etype == "ConfigDeleted":
+        kind, name, namespace = raw.get("kind"), raw.get("name"), raw.get("namespace") or "default"
+    if kind != "Workload" and kind not in KINDS:
+        return None, None, None
+    assert isinstance(kind, str)
+    if kind == "Configuration":
+        return kind, None, None
+    if kind != "Workload" and kind not in NAMESPACED_KINDS:
+        namespace = None
+    valid_name = isinstance(name, str) and (label_problem if kind == "Namespace" else subdomain_problem)(name) is None
+    valid_namespace = isinstance(namespace, str) and label_problem(namespace) is None
+    return (
+        kind,
+        name if valid_name and isinstance(name, str) else None,
+        namespace if valid_namespace and isinstance(namespace, str) else None,
+    )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

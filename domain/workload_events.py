@@ -57,12 +57,18 @@ def submit(
         set_pending(state, out, ws, (reasons.DEACTIVATED, reasons.MSG_DEACTIVATED))
 
 
-def priority_of(state: State, spec: WorkloadSpec) -> int:
+def resolved_priority(spec: WorkloadSpec, priority_classes: Mapping[str, int]) -> int | None:
+    """A workload's priority: `spec.priority`, else its WorkloadPriorityClass's value, else 0;
+    None when it names a class that does not exist."""
     if spec.priority is not None:
         return spec.priority
     if spec.priority_class is None:
         return 0
-    value = state.priority_classes.get(spec.priority_class)
+    return priority_classes.get(spec.priority_class)
+
+
+def priority_of(state: State, spec: WorkloadSpec) -> int:
+    value = resolved_priority(spec, state.priority_classes)
     if value is None:
         raise InvalidInput(
             reasons.NOT_FOUND,
