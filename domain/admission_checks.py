@@ -20,14 +20,14 @@ from typing import Any
 import msgspec
 
 from domain import reasons
-from domain.decisions import Admitted
+from domain.decisions import Admitted, Applied
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput
 from domain.lifecycle import evict
 from domain.names import subdomain_problem
 from domain.objects import checked
 from domain.state import State
-from domain.workload_events import lookup
+from domain.workload_events import UPDATED, lookup
 
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
 CONDITION_MESSAGE_MAX = 32768  # a Kubernetes condition's message
@@ -39,7 +39,7 @@ def retry_queue_time(queue_time: int, clock: int) -> int:
     return max(queue_time, clock)
 
 
-def check_state_changed(state: State, raw: Mapping[str, Any], out: Emitter) -> None:
+def check_state_changed(state: State, raw: Mapping[str, Any], out: Emitter, batch_index: int | None) -> None:
     key = lookup(raw)
     ws = state.workloads.get(key)
     if ws is None:
@@ -58,6 +58,10 @@ def check_state_changed(state: State, raw: Mapping[str, Any], out: Emitter) -> N
             f"admission check {check!r} is not pending on workload {key} (it holds no quota reservation "
             "that this check applies to)",
         )
+    # Its own outcome: the Workload's check state is updated (Pending, or Ready while other
+    # checks wait, changes nothing another decision shows).
+    namespace, _, name = key.partition("/")
+    out.emit(Applied, kind="Workload", name=name, namespace=namespace, action=UPDATED, batchIndex=batch_index)
     admission.checks[check] = new_state
     detail = f'"{check}" ({message})' if message else f'"{check}"'
     if new_state == "Ready":

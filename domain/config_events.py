@@ -54,11 +54,9 @@ from domain.topology import (
     would_cycle,
     yunikorn_max_violations,
 )
-from domain.workload_events import change_priority
-
+from domain.workload_events import UPDATED, change_priority
 
 CREATED = "created"
-UPDATED = "updated"
 DELETED = "deleted"
 
 

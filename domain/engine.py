@@ -361,7 +361,7 @@ class Engine:
         submit(self.state, parse_workload(raw.get("workload")), seq, self._event_time, out, submitted)
 
     def _workload_updated(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
-        update(self.state, parse_workload(raw.get("workload")), out)
+        update(self.state, parse_workload(raw.get("workload")), out, index)
 
     def _workload_finished(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
         finish(self.state, lookup(raw), out, self._wakes)
@@ -375,7 +375,7 @@ class Engine:
     def _admission_check_state(
         self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None
     ) -> None:
-        check_state_changed(self.state, raw, out)
+        check_state_changed(self.state, raw, out, index)
 
 
 _Handler = Callable[[Engine, Raw, int, Emitter, list[str], int | None], None]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from domain import reasons
-from domain.decisions import Deleted, Finished
+from domain.decisions import Applied, Deleted, Finished
 from domain.emitter import Emitter
 from domain.envelope import BATCH_SLOTS
 from domain.fields import Fields, InvalidInput
@@ -32,6 +32,8 @@ from domain.names import label_problem, subdomain_problem
 from domain.objects import checked
 from domain.state import State, WorkloadState
 from domain.workload import WorkloadSpec, workload_ref
+
+UPDATED = "updated"  # an Applied decision's action
 
 
 def submit(
@@ -155,7 +157,7 @@ def _forget(state: State, ws: WorkloadState, out: Emitter, wakes: DeferredWakes 
         drop_if_terminated(state, out, cq)
 
 
-def update(state: State, spec: WorkloadSpec, out: Emitter) -> None:
+def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | None) -> None:
     ws = state.workloads.get(spec.key)
     if ws is None:
         raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {spec.key} not found")
@@ -167,6 +169,8 @@ def update(state: State, spec: WorkloadSpec, out: Emitter) -> None:
             reasons.IMMUTABLE_FIELD, "spec.queueName: field is immutable while the workload holds quota"
         )
     priority = priority_of(state, spec)
+    # Its own outcome, whatever the update changes (it may change nothing another decision shows).
+    out.emit(Applied, kind="Workload", name=spec.name, namespace=spec.namespace, action=UPDATED, batchIndex=batch_index)
     # Keep the original queue position: an update is not a new submission.
     spec_kept = WorkloadSpec(
         spec.namespace, spec.name, spec.queue_name, spec.priority, spec.priority_class,
