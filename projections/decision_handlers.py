@@ -238,7 +238,9 @@ class DecisionHandlers:
             increment(c.preempted, (preempting or "", d.reason))
         else:
             reason, cause = d.reason, ""
-            if d.reason == reasons.ADMISSION_CHECK and "deactivated" in d.message:
+            # A check Rejected deactivates the workload (its input event, followed before its
+            # decisions, did so here too): Kueue counts that eviction as Deactivated.
+            if d.reason == reasons.ADMISSION_CHECK and not wv.active:
                 reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
         increment(c.evicted, (key, reason, cause))
         self._unadmit(wv)
