@@ -49,6 +49,7 @@ test: $(VENV)/.installed compile
 	    echo "make test: local broker did not start; pytest picks a fallback" >&2; \
 	  fi; \
 	fi; \
+	$(PY) -m devtools.browser ensure >/dev/null || echo "make test: no Chromium; browser tests are skipped (CI requires them)" >&2; \
 	$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
 	if [ -n "$(PYTEST_STATUS_FILE)" ]; then echo "$$status" > "$(PYTEST_STATUS_FILE)"; fi; \
 	exit $$status

@@ -43,11 +43,17 @@ def load_engine_at(rev: str, into: Path) -> type:
     ours = {k: v for k, v in sys.modules.items() if k == "domain" or k.startswith("domain.")}
     for k in ours:
         del sys.modules[k]
+    # A source-only finder (QUOTAFLOW_PURE_PYTHON, or a stale build) is pinned to our domain/ and
+    # would shadow the extracted tree; the extracted tree has no extension modules to avoid anyway.
+    pinned = [f for f in sys.meta_path if type(f).__name__ == "_SourceOnly"]
+    for finder in pinned:
+        sys.meta_path.remove(finder)
     sys.path.insert(0, str(into))
     try:
         engine = importlib.import_module("domain.engine").Engine
     finally:
         sys.path.remove(str(into))
+        sys.meta_path[:0] = pinned
         for k in [k for k in sys.modules if k == "domain" or k.startswith("domain.")]:
             sys.modules[f"_engine_ab_base.{k}"] = sys.modules.pop(k)
         sys.modules.update(ours)
@@ -56,13 +62,14 @@ def load_engine_at(rev: str, into: Path) -> type:
 
 def streams(workloads: int, names: Sequence[str]) -> dict[str, tuple[list[Any], list[bytes]]]:
     """variant -> (untimed prelude, timed stream)."""
-    from bench import engine_bench as eb
+    from bench import engine_variants
+    from devtools import cluster_stream
 
     out: dict[str, tuple[list[Any], list[bytes]]] = {}
     wanted = [n for n in names if n != "agent"]
     if wanted:
-        gen = eb.generate(workloads, eb.BASE_COHORTS, 1)
-        variants, _ = eb.build_variants(gen, wanted)
+        gen = cluster_stream.generate(workloads, cluster_stream.BASE_COHORTS, 1)
+        variants, _ = engine_variants.build_variants(gen, wanted)
         for n in wanted:
             out[n] = (variants[n].prelude, variants[n].stream)
     if "agent" in names:

@@ -24,12 +24,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench import engine_bench as eb
+from devtools import cluster_stream
+from bench import engine_variants
+from bench import timing
 from domain.engine import Engine
 
 
 def fold_interleaved(
-    base: eb.Variant, cq10: eb.Variant, parts: int, engine_class: Callable[[], Any] = Engine
+    base: engine_variants.Variant, cq10: engine_variants.Variant, parts: int, engine_class: Callable[[], Any] = Engine
 ) -> tuple[float, float]:
     """CPU seconds of base's first window and of cq10, folded part by part."""
     window = base.stream[: base.window]
@@ -61,17 +63,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parts", type=int, default=2, help="pieces of each stream, alternated (default 2)")
     parser.add_argument("--gc-threshold", default="default", help="as in bench.engine_bench")
     args = parser.parse_args(argv)
-    gen = eb.generate(args.workloads, eb.BASE_COHORTS, 1)
-    variants, _ = eb.build_variants(gen, ["base", "cq10"])
+    gen = cluster_stream.generate(args.workloads, cluster_stream.BASE_COHORTS, 1)
+    variants, _ = engine_variants.build_variants(gen, ["base", "cq10"])
     base, cq10 = variants["base"], variants["cq10"]
-    threshold = eb.gc_threshold(args.gc_threshold)
+    threshold = timing.gc_threshold(args.gc_threshold)
     print(
         f"base's first {base.window:,} events against cq10's {len(cq10.stream):,}, {args.parts} parts each, "
         f"gc thresholds {threshold or gc.get_threshold()}"
     )
     ratios = []
     for r in range(args.rounds):
-        with eb.gc_thresholds(threshold):
+        with timing.gc_thresholds(threshold):
             cpu_base, cpu_cq10 = fold_interleaved(base, cq10, args.parts)
         rate_base, rate_cq10 = base.window / cpu_base, len(cq10.stream) / cpu_cq10
         ratios.append(rate_cq10 / rate_base)

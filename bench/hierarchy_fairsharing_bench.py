@@ -3,7 +3,7 @@ a flat cohort under Classical admission.
 
     python -m bench.hierarchy_fairsharing_bench [--workloads N] [--repeat K] [--modes bytes,dict] [--json]
 
-The stream is the engine benchmark's (bench/engine_bench.py, imported, not copied): 10 cohorts ×
+The stream is the engine benchmark's (devtools/cluster_stream.py, imported, not copied): 10 cohorts ×
 10 ClusterQueues with two flavors of cpu and memory, Poisson arrivals of four workload sizes whose
 load moves between queues in waves, and every workload finishing some time after its admission.
 Four variants of the cluster run it, measured interleaved within one run (rounds rotate the order;
@@ -42,10 +42,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
-from unittest.mock import patch
 
 import msgspec
 
+from devtools import cluster_stream
+from bench import engine_variants
+from bench import timing
 from bench import engine_bench as eb
 from domain.quantity import amount
 from domain.timestamps import format_time
@@ -67,7 +69,7 @@ def _cohort_object(name: str, parent: str | None, groups: list[dict[str, Any]] |
         spec["parentName"] = parent
     if groups is not None:
         spec["resourceGroups"] = groups
-    return {"type": "ConfigApplied", "id": f"cohort-object-{name}", "time": format_time(eb.START_US),
+    return {"type": "ConfigApplied", "id": f"cohort-object-{name}", "time": format_time(cluster_stream.START_US),
             "object": {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name}, "spec": spec}}
 
 
@@ -77,10 +79,10 @@ def tree_events(cohorts: int) -> list[dict[str, Any]]:
     events += [_cohort_object(f"dept-{d}", ROOT, None) for d in range(DEPARTMENTS)]
     for c in range(cohorts):
         flavors = []
-        for flavor in eb.FLAVORS:
+        for flavor in cluster_stream.FLAVORS:
             resources = []
-            for resource in eb.RESOURCES:
-                subtree = amount(resource, eb.NOMINAL[flavor][resource]) * eb.CQS_PER_COHORT
+            for resource in cluster_stream.RESOURCES:
+                subtree = amount(resource, cluster_stream.NOMINAL[flavor][resource]) * cluster_stream.CQS_PER_COHORT
                 quarter = subtree // 4
                 suffix = "m" if resource == "cpu" else ""  # amounts are milli-CPU and bytes
                 resources.append({
@@ -90,13 +92,13 @@ def tree_events(cohorts: int) -> list[dict[str, Any]]:
                     "lendingLimit": f"{3 * quarter}{suffix}",
                 })
             flavors.append({"name": flavor, "resources": resources})
-        groups = [{"coveredResources": list(eb.RESOURCES), "flavors": flavors}]
-        events.append(_cohort_object(eb.cohort_name(c), department(c, cohorts), groups))
+        groups = [{"coveredResources": list(cluster_stream.RESOURCES), "flavors": flavors}]
+        events.append(_cohort_object(cluster_stream.cohort_name(c), department(c, cohorts), groups))
     return events
 
 
 def fair_sharing_event() -> dict[str, Any]:
-    return {"type": "ConfigApplied", "id": "configuration", "time": format_time(eb.START_US),
+    return {"type": "ConfigApplied", "id": "configuration", "time": format_time(cluster_stream.START_US),
             "object": {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
                        "fairSharing": {"enable": True}}}
 
@@ -108,27 +110,24 @@ def setup_for(variant: str) -> Callable[[int], list[dict[str, Any]]]:
             events.append(fair_sharing_event())
         if variant.startswith("tree"):
             events += tree_events(cohorts)
-        return events + ORIGINAL_SETUP(cohorts)
+        return events + cluster_stream.setup_events(cohorts)
 
     return setup
 
 
-ORIGINAL_SETUP = eb.setup_events
 
-
-def build(variant: str, workloads: int, cohorts: int, seed: int, backlog: int = 0) -> tuple[eb.Variant, eb.Generated, float]:
+def build(variant: str, workloads: int, cohorts: int, seed: int, backlog: int = 0) -> tuple[engine_variants.Variant, cluster_stream.Generated, float]:
     t0 = time.perf_counter()
     setup = setup_for(variant)
-    with patch.object(eb, "setup_events", setup):
-        gen = eb.generate(workloads, cohorts, seed)
+    gen = cluster_stream.generate(workloads, cohorts, seed, setup=setup)
     encode = msgspec.json.Encoder().encode
-    stream = [encode(eb.render(rec)) for rec in gen.records]
-    prelude = setup(cohorts) + (eb.preload_events(cohorts, backlog) if backlog else [])
-    v = eb.Variant(variant, variant, cohorts, backlog, prelude, stream)
+    stream = [encode(cluster_stream.render(rec)) for rec in gen.records]
+    prelude = setup(cohorts) + (cluster_stream.preload_events(cohorts, backlog) if backlog else [])
+    v = engine_variants.Variant(variant, variant, cohorts, backlog, prelude, stream)
     return v, gen, time.perf_counter() - t0
 
 
-def analyse(runs: list[eb.Run], variants: dict[str, eb.Variant], modes: Sequence[str]) -> dict[str, Any]:
+def analyse(runs: list[timing.Run], variants: dict[str, engine_variants.Variant], modes: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, v in variants.items():
         per_mode = {}
@@ -136,7 +135,7 @@ def analyse(runs: list[eb.Run], variants: dict[str, eb.Variant], modes: Sequence
             mine = {x.round: x for x in runs if x.variant == name and x.mode == mode}
             base = {x.round: x for x in runs if x.variant == BASELINE and x.mode == mode}
             entry: dict[str, Any] = {"events": len(v.stream)}
-            for clock in eb.CLOCKS:
+            for clock in timing.CLOCKS:
                 paired = [mine[r].rate(clock) / base[r].rate(clock) for r in sorted(mine) if r in base]
                 samples = [x.rate(clock) for x in mine.values()]
                 entry[clock] = {
@@ -155,8 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workloads", type=int, default=30_000, help="workloads in each stream (default 30000)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--cohorts", type=int, default=eb.BASE_COHORTS, help="cohorts of 10 ClusterQueues (default 10)")
-    parser.add_argument("--modes", type=eb._csv(eb.MODES), default=list(eb.MODES), help="bytes,dict (default both)")
+    parser.add_argument("--cohorts", type=int, default=cluster_stream.BASE_COHORTS, help="cohorts of 10 ClusterQueues (default 10)")
+    parser.add_argument("--modes", type=eb._csv(timing.MODES), default=list(timing.MODES), help="bytes,dict (default both)")
     parser.add_argument("--backlog", type=int, default=0,
                         help="pre-load the engine benchmark's GPU backlog: N waiting GPU jobs per ClusterQueue (default 0)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -164,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = (f"python -m bench.hierarchy_fairsharing_bench --workloads {args.workloads} --repeat {args.repeat} "
                f"--seed {args.seed} --cohorts {args.cohorts} --modes {','.join(args.modes)} --backlog {args.backlog}")
 
-    variants: dict[str, eb.Variant] = {}
+    variants: dict[str, engine_variants.Variant] = {}
     generated: dict[str, Any] = {}
     for name in VARIANT_NAMES:
         print(f"generating {name} ({args.workloads:,} workloads) ...", file=sys.stderr, flush=True)
@@ -173,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         generated[name] = {"events": len(v.stream), "seconds": round(seconds, 1),
                            "generator_decisions": dict(sorted(gen.decision_counts.items())),
                            "pending_mean": round(gen.natural_pending_mean, 1)}
-    runs = eb.measure(variants, args.modes, args.repeat, args.workloads, progress=True)
+    runs = timing.measure(variants, args.modes, args.repeat, args.workloads, progress=True)
     results = analyse(runs, variants, args.modes)
     first: dict[str, Any] = {}
     for run in runs:
@@ -191,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     report = {
         "command": command,
-        "environment": eb.environment(),
+        "environment": timing.environment(),
         "generated": generated,
         "results": results,
         "stream": streams,

@@ -3,7 +3,7 @@
     python -m bench.projection_bench [--workloads 20000] [--rounds 3] [--logs kafka,sqlite]
                                      [--bootstrap HOST:PORT] [--json]
 
-Setup (untimed): the Kueue-like stream of bench/engine_bench.py (10 cohorts x 10 ClusterQueues,
+Setup (untimed): the engine benchmark's Kueue-like stream, devtools/cluster_stream.py (10 cohorts x 10 ClusterQueues,
 full Workload objects with pod templates, Poisson arrivals, every workload admitted once and
 finished once; `--workloads` of them) is written to a fresh input log with the CloudEvents
 envelope a producer adds, and the real agent (`streams.agent.loop.Agent`) folds it into the decision
@@ -46,7 +46,7 @@ from typing import Any
 import msgspec
 
 from bench.agent_common import kafka_bootstrap
-from bench.engine_bench import generate, render, setup_events
+from devtools.cluster_stream import generate, render, setup_events
 from projections.fold import Projection
 from projections.follower import decode_decision, rebuild
 from streams.agent.loop import Agent, AgentConfig
@@ -59,7 +59,7 @@ GOAL = 0.5
 
 
 def stream(workloads: int, seed: int, kind: str = "kueue") -> list[bytes]:
-    """`kueue`: engine_bench's stream, full Workload objects with pod templates. `compact`: the
+    """`kueue`: the engine benchmark's stream, full Workload objects with pod templates. `compact`: the
     same simulation with the contract's compact pod sets (`requests` per pod), no labels."""
     gen = generate(workloads, seed=seed)
     encode = msgspec.json.Encoder().encode

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from domain import reasons
+from domain import local_queue_usage, reasons
 from domain.decisions import Admitted, Applied
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput
@@ -67,6 +67,7 @@ def check_state_changed(state: State, raw: Mapping[str, Any], out: Emitter, batc
     if new_state == "Ready":
         if not admission.admitted and all(v == "Ready" for v in admission.checks.values()):
             admission.admitted = True
+            local_queue_usage.admitted(state, ws)
             out.emit(Admitted, key, clusterQueue=admission.cluster_queue, podSetAssignments=admission.pod_sets)
     elif new_state == "Retry":
         ws.queue_time = retry_queue_time(ws.queue_time, state.clock)

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from domain import reasons
+from domain import local_queue_usage, reasons
 from domain.decisions import Applied
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput
 from domain.lifecycle import (
     drop_if_terminated,
-    equivalence_class,
+    new_queue,
+    rebuild_queue,
     route,
     set_pending,
     unroute,
@@ -36,16 +37,20 @@ from domain.objects import (
     Configuration,
     LocalQueueSpec,
     NamespaceSpec,
+    PodPriorityClass,
     ResourceFlavor,
     WorkloadPriorityClass,
     checked,
     object_key,
     parse_object,
 )
+from domain.priority import apply_pod_priority_class, check_pod_priority_class
 from domain.queues import PendingQueue
 from domain.quota import QuotaNode
+from domain.retransform import requests_changed
 from domain.state import ClusterQueueState, State
 from domain.stop_policy import drain_local_queue, is_stopped, stop_cluster_queue
+from domain.tas import check_flavor_update, topology_problems
 from domain.topology import (
     apply_cohort,
     delete_cohort,
@@ -100,6 +105,10 @@ def refuse(state: State, obj: ConfigObject) -> None:
                 state, cq.node if cq else None, obj.name, True, obj.quotas(), obj.cohort
             )
             _refuse_above_parent("ClusterQueue", obj.name, problems)
+    elif isinstance(obj, ResourceFlavor):
+        check_flavor_update(state.flavors.get(obj.name), obj)
+    elif isinstance(obj, PodPriorityClass):
+        check_pod_priority_class(state.pod_priority_classes, obj)
     elif isinstance(obj, LocalQueueSpec):
         old = state.local_queues.get((obj.namespace, obj.name))
         if old is not None and old.cluster_queue != obj.cluster_queue:
@@ -131,12 +140,13 @@ def apply_object(state: State, obj: ConfigObject, out: Emitter) -> None:
     elif isinstance(obj, AdmissionCheckSpec):
         state.admission_checks[obj.name] = obj
         refresh_activeness(state, out)
+    elif isinstance(obj, PodPriorityClass):
+        apply_pod_priority_class(state.pod_priority_classes, obj)
     elif isinstance(obj, NamespaceSpec):
         state.namespaces[obj.name] = dict(obj.labels)
         wake_all(state)
     elif isinstance(obj, Configuration):
-        state.configuration = obj
-        wake_all(state)
+        configuration_changed(state, out, obj)
 
 
 def _apply_cluster_queue(state: State, spec: ClusterQueueSpec, out: Emitter) -> None:
@@ -147,16 +157,15 @@ def _apply_cluster_queue(state: State, spec: ClusterQueueSpec, out: Emitter) -> 
     if cq is None:
         cq = ClusterQueueState(spec, QuotaNode(spec.name, True), PendingQueue(strict), groups)
         state.cluster_queues[spec.name] = cq
+        cq.queue = new_queue(state, cq, strict)
     else:
         old_root = cq.node.root()
         cq.spec = spec
         cq.groups = groups
         cq.terminating = False
-        if cq.queue.strict != strict:
-            old = cq.queue
-            cq.queue = PendingQueue(strict)
-            for order_key in list(old.keys()):
-                cq.queue.push(order_key, equivalence_class(state.workloads[order_key[3]]))
+        fair = local_queue_usage.wants_fair(state, cq)
+        if cq.queue.strict != strict or (cq.queue.fair is not None) != fair:
+            rebuild_queue(state, cq, strict)
     cq.quotas = spec.quotas()
     cq.node.set_quotas(*quota_maps(cq.quotas))
     cq.node.weight = spec.fair_weight
@@ -189,6 +198,7 @@ def _apply_local_queue(state: State, spec: LocalQueueSpec, out: Emitter) -> None
     key = (spec.namespace, spec.name)
     old = state.local_queues.get(key)
     state.local_queues[key] = spec
+    local_queue_usage.local_queue_applied(state, key)
     members = list(state.by_local_queue.get(key, {}))
     drain_local_queue(state, out, spec.stop_policy, members)
     if old is None or old.stop_policy != spec.stop_policy:
@@ -212,6 +222,7 @@ def refresh_activeness(state: State, out: Emitter, only: ClusterQueueState | Non
         checks = [c.name for c in cq.spec.admission_checks if c.name not in state.admission_checks]
         if checks:
             problems.append(f"references missing AdmissionCheck(s): {', '.join(checks)}")
+        problems.extend(topology_problems(cq.spec, state.flavors))
         if is_stopped(cq.spec.stop_policy):
             problems.append("is stopped")
         if cq.terminating:
@@ -227,6 +238,19 @@ def refresh_activeness(state: State, out: Emitter, only: ClusterQueueState | Non
             message = reasons.MSG_CQ_INACTIVE.format(cq=cq.name)
             for order_key in list(cq.queue.keys()):
                 set_pending(state, out, state.workloads[order_key[3]], (reasons.SUSPENDED, message))
+
+
+def configuration_changed(state: State, out: Emitter, new: Configuration) -> None:
+    """A Configuration applied or deleted (`new` is then the default): pending workloads' requests
+    as the new `resources` count them, the admission fair sharing ledger's settings and the
+    queues whose mode (fair or not) changes, and every parked head retried."""
+    old, state.configuration = state.configuration, new
+    requests_changed(state, out, old, new)
+    local_queue_usage.configuration_applied(state)
+    for cq in state.cluster_queues.values():
+        if (cq.queue.fair is not None) != local_queue_usage.wants_fair(state, cq):
+            rebuild_queue(state, cq, cq.queue.strict)
+    wake_all(state)
 
 
 def wake_node(state: State, node: QuotaNode) -> None:
@@ -269,6 +293,8 @@ def config_deleted(state: State, raw: Mapping[str, Any], out: Emitter, batch_ind
         found = name in state.admission_checks
     elif kind == "Namespace":
         found = name in state.namespaces
+    elif kind == "PriorityClass":
+        found = name in state.pod_priority_classes
     elif kind == "Configuration":
         found = True  # deleting it restores the defaults, whether or not one was applied
     else:
@@ -299,6 +325,7 @@ def _delete_object(state: State, kind: str, name: str, namespace: str | None, ou
         assert namespace is not None
         lq_key = (namespace, name)
         del state.local_queues[lq_key]
+        local_queue_usage.local_queue_deleted(state, lq_key)
         for key in list(state.by_local_queue.get(lq_key, {})):
             ws = state.workloads[key]
             if ws.admission is None and ws.spec.active:
@@ -319,9 +346,10 @@ def _delete_object(state: State, kind: str, name: str, namespace: str | None, ou
     elif kind == "Namespace":
         del state.namespaces[name]
         wake_all(state)
+    elif kind == "PriorityClass":
+        del state.pod_priority_classes[name]
     elif kind == "Configuration":
-        state.configuration = Configuration()
-        wake_all(state)
+        configuration_changed(state, out, Configuration())
     if kind == "LocalQueue":
         state.objects.pop(object_key(kind, name, namespace), None)
     elif kind == "Configuration":
@@ -352,4 +380,5 @@ _KINDS: dict[type, str] = {
     WorkloadPriorityClass: "WorkloadPriorityClass",
     AdmissionCheckSpec: "AdmissionCheck",
     NamespaceSpec: "Namespace",
+    PodPriorityClass: "PriorityClass",
 }

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from mypy_extensions import mypyc_attr
 
-from domain import reasons
+from domain import local_queue_usage, reasons
 from domain.admission_checks import check_state_changed
 from domain.config_events import (
     apply_object,
@@ -176,6 +176,7 @@ class Engine:
             cq = state.cluster_queues.get(name)
             if cq is not None:
                 wake_queue(state, cq)
+        local_queue_usage.advance(state)  # admission fair sharing: samplings the log's time reached
         schedule(state, out)
         settle(state, out, submitted)
         return out.decisions

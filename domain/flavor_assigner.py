@@ -24,6 +24,7 @@ from domain.objects import (
 )
 from domain.quantity import format_amount
 from domain.quota import FR, QuotaNode, borrowing_level, fr_key
+from domain.selectors import node_affinity_matches
 from domain.workload import PodSet, WorkloadSpec
 
 # Granular modes, worst to best (Kueue: noFit < noCandidates < preempt < reclaim < fit).
@@ -262,7 +263,7 @@ class FlavorAssigner:
         for fq in group.flavors:
             fname = fq.name
             rf = flavors.get(fname)
-            if rf is not None and not rf.node_taints and not (ps.node_selector and rf.node_labels):
+            if rf is not None and not rf.node_taints and not ((ps.node_selector or ps.node_affinity) and rf.node_labels):
                 problem = None  # nothing that could make it ineligible (see _eligibility)
             else:
                 problem = self._eligibility(ps, fname)
@@ -375,11 +376,15 @@ class FlavorAssigner:
                 continue
             if not any(t.tolerates(taint) for t in ps.tolerations + rf.tolerations):
                 return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {fname}"
-        if ps.node_selector and rf.node_labels:
+        # Kueue's flavorSelector: only the keys this flavor labels count, for the nodeSelector and
+        # for required node affinity alike.
+        if (ps.node_selector or ps.node_affinity) and rf.node_labels:
             labels = dict(rf.node_labels)
             for key, value in ps.node_selector:
                 if key in labels and labels[key] != value:
                     return f"flavor {fname} doesn't match node affinity"
+            if ps.node_affinity and not node_affinity_matches(ps.node_affinity, labels):
+                return f"flavor {fname} doesn't match node affinity"
         return None
 
 

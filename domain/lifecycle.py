@@ -7,12 +7,12 @@ decides what the decision log says about it.
 
 from __future__ import annotations
 
-from domain import reasons
+from domain import local_queue_usage, reasons
 from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased, QuotaReserved
 from domain.emitter import Emitter
 from domain.objects import IMMEDIATE, NEVER, STOP_NONE
 from domain.preemption.policy import never_preempts
-from domain.queues import Status
+from domain.queues import PendingQueue, Status
 from domain.quota import FR, QuotaNode
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
@@ -26,14 +26,34 @@ def set_pending(state: State, out: Emitter, ws: WorkloadState, status: Status) -
         out.emit(Pending, ws.key, reason=status[0], message=status[1])
 
 
-def equivalence_class(ws: WorkloadState) -> tuple[object, ...]:
+def equivalence_class(ws: WorkloadState, cq: ClusterQueueState | None = None) -> tuple[object, ...]:
     """Namespace, priority and pod-set shape: what admission depends on (equal classes, equal
-    answers)."""
+    answers). In a queue with admission fair sharing also the LocalQueue, last: its usage
+    orders the class."""
     shape = tuple(
-        (p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.tolerations, p.above_limits)
+        (p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.node_affinity, p.tolerations, p.above_limits)
         for p in ws.spec.pod_sets
     )
+    if cq is not None and cq.queue.fair is not None:
+        return (ws.spec.namespace, ws.priority, shape, ws.spec.queue_name)
     return (ws.spec.namespace, ws.priority, shape)
+
+
+def new_queue(state: State, cq: ClusterQueueState, strict: bool) -> PendingQueue:
+    """An empty queue for cq, ordered by admission fair sharing where cq uses it."""
+    fair = local_queue_usage.QueueRanks(state) if local_queue_usage.wants_fair(state, cq) else None
+    return PendingQueue(strict, fair)
+
+
+def rebuild_queue(state: State, cq: ClusterQueueState, strict: bool) -> None:
+    """cq's queue under a new strategy or fair-sharing mode: every pending workload queued again
+    in its order, none parked (a new queue, tried afresh)."""
+    old = cq.queue
+    cq.queue = new_queue(state, cq, strict)
+    for order_key in list(old.keys()):
+        cq.queue.push(order_key, equivalence_class(state.workloads[order_key[3]], cq))
+    if cq.active and cq.queue.is_ready():
+        state.ready[cq.name] = None
 
 
 def park(state: State, ws: WorkloadState, on: str) -> None:
@@ -71,7 +91,7 @@ def route(state: State, out: Emitter, ws: WorkloadState) -> None:
         return
     ws.cluster_queue = cq.name
     ws.queued = True
-    parked_status = cq.queue.push(ws.order_key, equivalence_class(ws))
+    parked_status = cq.queue.push(ws.order_key, equivalence_class(ws, cq))
     if not cq.active:
         set_pending(state, out, ws, (reasons.SUSPENDED, reasons.MSG_CQ_INACTIVE.format(cq=cq.name)))
     elif parked_status is not None:
@@ -133,6 +153,7 @@ def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, 
     state.admitted_roots[id(cq.node.root())] = None
     admission.checks = applicable_checks(cq, admission)
     admission.admitted = not admission.checks
+    local_queue_usage.reserved(state, cq, ws, admission)
     kind = Admitted if admission.admitted else QuotaReserved
     out.emit(kind, ws.key, clusterQueue=cq.name, podSetAssignments=admission.pod_sets)
     if cq.queue.is_ready():
@@ -162,6 +183,7 @@ def release(state: State, ws: WorkloadState, wakes: DeferredWakes | None = None)
     cq.node.add_usages(admission.usage, -1)
     cq.admitted.pop(ws.key, None)
     cq.candidates.discard(ws.key)
+    local_queue_usage.released(state, ws)
     ws.admission = None
     ws.cluster_queue = None
     ws.evicted = False
@@ -326,6 +348,7 @@ def evict(
         out.emit(Evicted, ws.key, reason=reason, message=message)
     ws.evicted = True
     cq.candidates.refile(ws.key, ws.evicted, ws.priority, admission.sequence)
+    local_queue_usage.no_longer_admitted(state, ws)
     if not admission.admitted or release_policy(state, cq) == IMMEDIATE:
         release_evicted(state, out, ws)
 

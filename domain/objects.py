@@ -12,15 +12,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain import reasons
+from domain.api_fields import check_api_version, check_strict, unsupported_kind
+from domain.admission_fair_sharing import (
+    ADMISSION_MODES,
+    AdmissionFairSharing,
+    parse_admission_fair_sharing,
+)
 from domain.fields import Fields, InvalidInput
 from domain.names import invalid, label_problem, labels_message, shown, subdomain_problem
 from domain.quantity import QuantityError, amount
 from domain.quota import FR, fr_key
+from domain.resource_transformations import NO_RESOURCES, ResourcesConfig, parse_resources
 from domain.selectors import LabelSelector, SelectorError
 
 KUEUE_GROUP = "kueue.x-k8s.io"
-KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1alpha1")
-CONFIG_API = "config.kueue.x-k8s.io"
 
 BEST_EFFORT_FIFO = "BestEffortFIFO"
 STRICT_FIFO = "StrictFIFO"
@@ -81,6 +86,9 @@ class ResourceFlavor:
     node_labels: tuple[tuple[str, str], ...] = ()
     node_taints: tuple[Taint, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    # A TAS flavor's Topology. quotaflow has no Topology objects (not supported), so a
+    # ClusterQueue using such a flavor is inactive, TopologyNotFound, as in Kueue without one.
+    topology_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +154,8 @@ class ClusterQueueSpec:
     admission_checks: tuple[AdmissionCheckRule, ...]
     eviction_release: str | None = None  # overrides Configuration.eviction_release
     yunikorn_rules: bool = False
+    # spec.admissionScope.admissionMode (domain/admission_fair_sharing.py), if set
+    admission_mode: str | None = None
 
     def quotas(self) -> dict[FR, ResourceQuota]:
         return quotas_by_flavor_resource(self.resource_groups)
@@ -172,12 +182,31 @@ class LocalQueueSpec:
     name: str
     cluster_queue: str
     stop_policy: str
+    fair_weight: int = 1000  # spec.fairSharing.weight in milli-units (admission fair sharing)
 
 
 @dataclass(frozen=True, slots=True)
 class WorkloadPriorityClass:
     name: str
     value: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodPriorityClass:
+    """A Kubernetes PriorityClass (scheduling.k8s.io/v1), which Kueue reads for the priority of
+    workloads whose priority class source is scheduling.k8s.io/priorityclass."""
+
+    name: str
+    value: int
+    global_default: bool = False
+
+
+# Kubernetes' own PriorityClasses, present in every cluster (k8s.io/api/scheduling/v1).
+SYSTEM_PRIORITY_CLASSES: dict[str, int] = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+HIGHEST_USER_DEFINABLE_PRIORITY = 1000000000
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,13 +233,21 @@ class Configuration:
     eviction_release: str = ON_RELEASE
     # featureGates (Kueue's defaults): PrioritizePreemptorWorkloads, alpha, off.
     prioritize_preemptor_workloads: bool = False
+    # WorkloadPriorityClassDefaulting: beta, on since Kueue 0.20.
+    workload_priority_class_defaulting: bool = True
+    # `resources`: excludeResourcePrefixes and transformations (domain/resource_transformations.py).
+    resources: ResourcesConfig = NO_RESOURCES
+    # `admissionFairSharing` (Kueue's AdmissionFairSharing gate is beta and on by default; the gate
+    # itself is not one quotaflow lets you turn off).
+    admission_fair_sharing: AdmissionFairSharing | None = None
 
 
 # Kueue feature gates quotaflow implements, with Kueue's defaults. Kueue refuses to start on a
 # gate it does not know; quotaflow refuses a gate it does not implement, since accepting it
 # silently would promise a behaviour the engine does not have.
 PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
-FEATURE_GATES: dict[str, bool] = {PRIORITIZE_PREEMPTOR_WORKLOADS: False}
+WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
+FEATURE_GATES: dict[str, bool] = {PRIORITIZE_PREEMPTOR_WORKLOADS: False, WORKLOAD_PRIORITY_CLASS_DEFAULTING: True}
 
 
 ConfigObject = (
@@ -219,6 +256,7 @@ ConfigObject = (
     | CohortSpec
     | LocalQueueSpec
     | WorkloadPriorityClass
+    | PodPriorityClass
     | AdmissionCheckSpec
     | NamespaceSpec
     | Configuration
@@ -233,6 +271,7 @@ KINDS = (
     "WorkloadPriorityClass",
     "AdmissionCheck",
     "Namespace",
+    "PriorityClass",
     "Configuration",
 )
 
@@ -366,7 +405,12 @@ def parse_resource_flavor(obj: Fields) -> ResourceFlavor:
         for t in spec.objects("nodeTaints")
     )
     tolerations = tuple(_toleration(t) for t in spec.objects("tolerations"))
-    return ResourceFlavor(name, tuple(_labels(spec, "nodeLabels").items()), taints, tolerations)
+    labels = tuple(_labels(spec, "nodeLabels").items())
+    topology = _reference(spec, "topologyName")
+    if topology is not None and not labels:
+        # Kueue's CRD rule (apis/kueue/v1beta2/resourceflavor_types.go).
+        raise spec.fail("nodeLabels", "at least one nodeLabel is required when topology is set")
+    return ResourceFlavor(name, labels, taints, tolerations, topology)
 
 
 def _toleration(t: Fields) -> Toleration:
@@ -428,11 +472,27 @@ def parse_cluster_queue(obj: Fields) -> ClusterQueueSpec:
         admission_checks=checks,
         eviction_release=release,
         yunikorn_rules=_quota_model(obj) == YUNIKORN,
+        admission_mode=_admission_mode(spec),
     )
+
+
+def _admission_mode(spec: Fields) -> str | None:
+    scope = spec.opt_sub("admissionScope")
+    if scope is None:
+        return None
+    mode = scope.opt_str("admissionMode")
+    if mode is None:
+        raise scope.fail("admissionMode", "Required value")
+    if mode not in ADMISSION_MODES:
+        choices = ", ".join(f'"{m}"' for m in ADMISSION_MODES)
+        raise scope.fail("admissionMode", f'Unsupported value: "{mode}": supported values: {choices}')
+    return mode
 
 
 def _admission_checks(spec: Fields, groups: tuple[ResourceGroup, ...]) -> tuple[AdmissionCheckRule, ...]:
     names = spec.str_list("admissionChecks")
+    for i, check in enumerate(names):
+        checked(spec, f"admissionChecks[{i}]", check, subdomain_problem(check))
     strategy = spec.opt_sub("admissionChecksStrategy")
     if names and strategy is not None:
         raise spec.fail("admissionChecks", "Either AdmissionChecks or AdmissionCheckStrategy can be set, but not both")
@@ -445,7 +505,9 @@ def _admission_checks(spec: Fields, groups: tuple[ResourceGroup, ...]) -> tuple[
         for i, fl in enumerate(on):
             if fl not in flavors:
                 raise rule.fail(f"onFlavors[{i}]", f'Invalid value: "{fl}": must be one of the ClusterQueue flavors')
-        rules.append(AdmissionCheckRule(rule.str("name"), tuple(on)))
+        check = rule.str("name")
+        checked(rule, "name", check, subdomain_problem(check))
+        rules.append(AdmissionCheckRule(check, tuple(on)))
     return tuple(rules)
 
 
@@ -478,6 +540,7 @@ def parse_local_queue(obj: Fields) -> LocalQueueSpec:
         _name(meta),
         checked(spec, "clusterQueue", cluster_queue, subdomain_problem(cluster_queue)),
         spec.enum("stopPolicy", (STOP_NONE, HOLD, HOLD_AND_DRAIN), STOP_NONE),
+        _fair_weight(spec),
     )
 
 
@@ -488,9 +551,41 @@ def parse_priority_class(obj: Fields) -> WorkloadPriorityClass:
     return WorkloadPriorityClass(_name(obj.sub("metadata")), value)
 
 
+def parse_pod_priority_class(obj: Fields) -> PodPriorityClass:
+    """As Kubernetes' API server validates a PriorityClass (pkg/apis/scheduling/validation)."""
+    meta = obj.sub("metadata")
+    name = _name(meta)
+    value = obj.int("value")
+    if not -(2**31) <= value < 2**31:
+        raise obj.fail("value", "must be a 32-bit integer")
+    global_default = obj.bool("globalDefault", False)
+    obj.enum("preemptionPolicy", ("PreemptLowerPriority", "Never"), "PreemptLowerPriority")
+    if name.startswith("system-"):
+        if SYSTEM_PRIORITY_CLASSES.get(name) != value or global_default:
+            raise meta.fail(
+                "name", "Forbidden: priority class names with 'system-' prefix are reserved for system use only"
+            )
+    elif value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        raise obj.fail(
+            "value", f"Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"
+        )
+    return PodPriorityClass(name, value, global_default)
+
+
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
 def parse_admission_check(obj: Fields) -> AdmissionCheckSpec:
     spec = obj.sub("spec")
-    return AdmissionCheckSpec(_name(obj.sub("metadata")), spec.str("controllerName", ""))
+    name = _name(obj.sub("metadata"))
+    controller = spec.str("controllerName", "")
+    if controller == MULTIKUEUE_CONTROLLER:
+        # Kueue runs this check itself, dispatching to worker clusters: nothing would report on it.
+        raise InvalidInput(
+            reasons.NOT_SUPPORTED,
+            f'{spec.path}.controllerName: Unsupported: "{MULTIKUEUE_CONTROLLER}": MultiKueue is not supported',
+        )
+    return AdmissionCheckSpec(name, controller)
 
 
 def parse_namespace(obj: Fields) -> NamespaceSpec:
@@ -531,6 +626,9 @@ def parse_configuration(obj: Fields) -> Configuration:
         strategies,
         release,
         prioritize_preemptor_workloads=gates[PRIORITIZE_PREEMPTOR_WORKLOADS],
+        workload_priority_class_defaulting=gates[WORKLOAD_PRIORITY_CLASS_DEFAULTING],
+        resources=parse_resources(obj),
+        admission_fair_sharing=parse_admission_fair_sharing(obj),
     )
 
 
@@ -556,33 +654,53 @@ _PARSERS: dict[str, Callable[[Fields], ConfigObject]] = {
     "WorkloadPriorityClass": parse_priority_class,
     "AdmissionCheck": parse_admission_check,
     "Namespace": parse_namespace,
+    "PriorityClass": parse_pod_priority_class,
     "Configuration": parse_configuration,
 }
 
 
 def parse_object(raw: object) -> ConfigObject:
-    """Parse one Kueue object; raises `InvalidInput` (reason UnknownKind or InvalidObject)."""
+    """Parse one Kueue object; raises `InvalidInput` (reason UnknownKind, NotSupported or
+    InvalidObject). Decoded first as Kubernetes' API server decodes it (the kind served in that
+    apiVersion, no unknown field: domain/api_fields.py), then validated as Kueue's webhooks do."""
     obj = Fields(raw, "object", reasons.INVALID_OBJECT)
     kind = obj.str("kind")
     parser = _PARSERS.get(kind)
     if parser is None:
+        refused = unsupported_kind(kind)
+        if refused is not None:
+            raise refused
         raise InvalidInput(
             reasons.UNKNOWN_KIND,
             f'object.kind: unknown kind "{shown(kind)}"; expected one of {", ".join(KINDS)}',
         )
-    api = obj.str("apiVersion", "")
-    if kind == "Namespace":
-        expected: tuple[str, ...] = ("v1",)
-    elif kind == "Configuration":
-        expected = (f"{CONFIG_API}/v1beta1", f"{CONFIG_API}/v1beta2")
-    else:
-        expected = KUEUE_VERSIONS
-    if api and api not in expected:
-        raise obj.fail("apiVersion", f'unsupported apiVersion "{api}" for kind {kind}')
     try:
+        version = check_api_version(kind, obj.str("apiVersion", ""))
+    except InvalidInput as exc:
+        raise InvalidInput(exc.reason, f"{described(kind, obj.data)}: {exc.message}") from None
+    check_strict(kind, version, obj.data, described(kind, obj.data), reasons.INVALID_OBJECT)
+    try:
+        if kind == "ClusterQueue" and version == "v1beta2":
+            # v1beta2 dropped v1beta1's old names `Borrow` and `Preempt` (for MayStopSearch).
+            ff = obj.sub("spec").sub("flavorFungibility")
+            ff.enum("whenCanBorrow", (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR), MAY_STOP_SEARCH)
+            ff.enum("whenCanPreempt", (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR), TRY_NEXT_FLAVOR)
         return parser(obj)
     except InvalidInput as exc:
         raise InvalidInput(exc.reason, f"{kind}: {exc.message}") from None
+
+
+def described(kind: str, raw: Mapping[str, Any]) -> str:
+    """`Kind "name"` (`Kind "namespace/name"` for a LocalQueue or a Workload), as messages name an
+    object; the name quoted as given, cut short."""
+    meta = raw.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return kind
+    if kind in ("LocalQueue", "Workload"):
+        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        name = f"{namespace if isinstance(namespace, str) and namespace else 'default'}/{name}"
+    return f'{kind} "{shown(name)}"'
 
 
 def object_key(kind: str, name: str, namespace: str | None = None) -> str:

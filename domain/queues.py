@@ -13,12 +13,17 @@ which Python hashes anew at every dict lookup, and classes are looked up on ever
 StrictFIFO does not park: a head that cannot be admitted blocks the queue until something that
 could change the answer happens (`requeue_all`). The one exception, as in Kueue, is a head whose
 namespace the ClusterQueue does not select: it is parked (with its class) and does not block.
+
+With admission fair sharing (`fair`: domain/admission_fair_sharing.py) the order starts with the
+usage of each workload's LocalQueue, lowest first, which moves with time and admissions: classes
+are per LocalQueue, and the head is chosen among each LocalQueue's first, by (usage, OrderKey).
+That costs a step per LocalQueue (StrictFIFO) or per ready class (BestEffortFIFO) per head.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from bisect import bisect_left, insort
 from heapq import merge
@@ -27,16 +32,30 @@ from sortedcontainers import SortedList
 
 OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
 Status = tuple[str, str]  # (reason, message)
+LQKey = tuple[str, str]  # (namespace, name)
+
+
+class Ranks(Protocol):
+    """Each LocalQueue's admission-fair-sharing usage, comparable (lower first)."""
+
+    def rank(self, lq: LQKey) -> Any: ...
 
 
 class PendingQueue:
     __slots__ = (
         "strict", "members", "classes", "class_of", "ready", "parked", "blocker",
         "generic", "waiting_for", "thresholds", "serial", "ids", "named", "next_id",
+        "fair", "lq_of", "by_lq", "lq_classes",
     )
 
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, fair: Ranks | None = None) -> None:
         self.strict = strict
+        # Admission fair sharing: the equivalence classes pushed carry their LocalQueue (the
+        # namespace first, the LocalQueue's name last: lifecycle.equivalence_class).
+        self.fair = fair
+        self.lq_of: dict[int, LQKey] = {}  # class id -> its LocalQueue (fair only)
+        self.by_lq: dict[LQKey, Any] = {}  # StrictFIFO, fair only: LocalQueue -> its SortedList
+        self.lq_classes: dict[LQKey, int] = {}  # fair only: LocalQueue -> how many classes it has
         # StrictFIFO: every pending OrderKey, sorted, for its heads. BestEffortFIFO does not keep
         # it (its heads come from `ready`): keys() merges the classes when asked, which only
         # configuration changes and views do, so no submission or admission pays for it.
@@ -76,12 +95,16 @@ class PendingQueue:
 
     def keys(self) -> Iterator[OrderKey]:
         """Every pending OrderKey, in queue order."""
+        if self.fair is not None:
+            ranks = self.fair
+            return iter(sorted(self.members if self.strict else merge(*self.classes.values()),
+                               key=lambda k: (ranks.rank(self._lq(k)), k)))
         if self.strict:
             return iter(self.members)
         return merge(*self.classes.values())  # keys are unique: no ties to break
 
     def position(self, key: OrderKey) -> int:
-        if self.strict:
+        if self.strict and self.fair is None:
             return int(self.members.index(key))
         return list(self.keys()).index(key)
 
@@ -98,6 +121,10 @@ class PendingQueue:
             self.named[cls] = equivalence
             self.next_id += 1
             members = self.classes[cls] = Members()
+            if self.fair is not None:
+                eq: tuple[Any, ...] = equivalence  # type: ignore[assignment]
+                lq_key = self.lq_of[cls] = (eq[0], eq[-1])
+                self.lq_classes[lq_key] = self.lq_classes.get(lq_key, 0) + 1
         else:
             members = self.classes[cls]
         self.class_of[wl] = cls
@@ -105,6 +132,15 @@ class PendingQueue:
         members.add(key)
         parked = self.parked.get(cls)
         if self.strict:
+            if self.fair is not None:
+                lq = self.lq_of[cls]
+                listed = self.by_lq.get(lq)
+                if listed is None:
+                    listed = self.by_lq[lq] = SortedList()
+                listed.add(key)
+                if self.blocker is not None and self._fair_key(key) < self._fair_key(self.blocker):
+                    self.blocker = None
+                return parked
             if self.blocker is not None and key < self.blocker:
                 self.blocker = None  # a new head, tried before the one that failed
             return parked
@@ -132,12 +168,25 @@ class PendingQueue:
         cls = self.class_of.pop(wl)
         if self.strict:
             self.members.remove(key)
+            if self.fair is not None:
+                lq = self.lq_of[cls]
+                listed = self.by_lq[lq]
+                listed.remove(key)
+                if not listed:
+                    del self.by_lq[lq]
         members = self.classes[cls]
         was_ready_head = not self.strict and members.first() == key and cls not in self.parked
         members.remove(key)
         if not members.items:
             del self.classes[cls]
             del self.ids[self.named.pop(cls)]
+            gone = self.lq_of.pop(cls, None)
+            if gone is not None:
+                left = self.lq_classes[gone] - 1
+                if left:
+                    self.lq_classes[gone] = left
+                else:
+                    del self.lq_classes[gone]
             self._unfile(cls)
         if not was_ready_head:
             return
@@ -151,9 +200,66 @@ class PendingQueue:
             return None if self.blocker is not None else self._strict_head()
         if not self.ready:
             return None
+        if self.fair is not None:
+            return self._fair_ready_head()
         return self.ready[0][0]
 
+    # -- admission fair sharing ----------------------------------------------------------
+    def _lq(self, key: OrderKey) -> LQKey:
+        return self.lq_of[self.class_of[key[3]]]
+
+    def _fair_key(self, key: OrderKey) -> tuple[Any, OrderKey]:
+        assert self.fair is not None
+        return (self.fair.rank(self._lq(key)), key)
+
+    def _fair_ready_head(self) -> OrderKey | None:
+        """The first ready class head of each LocalQueue, the least used LocalQueue's first."""
+        assert self.fair is not None
+        ranks = self.fair
+        lq_of = self.lq_of
+        every = len(self.lq_classes)
+        best: tuple[Any, OrderKey] | None = None
+        seen: dict[LQKey, None] = {}
+        for key, cls in self.ready:
+            lq = lq_of[cls]
+            if lq in seen:
+                continue  # ready is sorted: this LocalQueue's first came before
+            seen[lq] = None
+            candidate = (ranks.rank(lq), key)
+            if best is None or candidate < best:
+                best = candidate
+            if len(seen) == every:
+                break  # every LocalQueue's first is seen: the rest come after them
+        return None if best is None else best[1]
+
+    def _fair_strict_head(self) -> OrderKey | None:
+        assert self.fair is not None
+        best: tuple[Any, OrderKey] | None = None
+        parked = self.parked
+        class_of = self.class_of
+        for lq, listed in self.by_lq.items():
+            for key in listed:
+                if class_of[key[3]] not in parked:
+                    candidate = (self.fair.rank(lq), key)
+                    if best is None or candidate < best:
+                        best = candidate
+                    break
+        return None if best is None else best[1]
+
+    def fair_order_changed(self) -> bool:
+        """A LocalQueue's usage changed: a StrictFIFO head that failed no longer holds the queue
+        if another workload now sorts first (Kueue rebuilds its heap and tries that one);
+        True if the queue has a head to try again."""
+        if self.fair is None or not self.strict or self.blocker is None:
+            return False
+        if self._fair_strict_head() == self.blocker:
+            return False
+        self.blocker = None
+        return self._strict_head() is not None
+
     def _strict_head(self) -> OrderKey | None:
+        if self.fair is not None:
+            return self._fair_strict_head()
         for key in self.members:
             if self.class_of[key[3]] not in self.parked:
                 return key  # type: ignore[no-any-return]

@@ -46,6 +46,8 @@ UNKNOWN_EVENT_TYPE: Final = "UnknownEventType"
 UNKNOWN_KIND: Final = "UnknownKind"
 INVALID_OBJECT: Final = "InvalidObject"
 INVALID_WORKLOAD: Final = "InvalidWorkload"
+# A field or kind of Kueue's API that quotaflow does not implement (refused, not ignored).
+NOT_SUPPORTED: Final = "NotSupported"
 DUPLICATE_WORKLOAD: Final = "DuplicateWorkload"
 UNKNOWN_WORKLOAD: Final = "UnknownWorkload"
 IMMUTABLE_FIELD: Final = "ImmutableField"

@@ -20,7 +20,7 @@ from domain import reasons
 from domain.decisions import PodSetAssignment
 from domain.emitter import Emitter
 from domain.entry import Entry
-from domain.fair_sharing import Tournament
+from domain.fair_sharing_admission import Tournament
 from domain.flavor_assigner import (
     MODE_FIT,
     MODE_NO_FIT,

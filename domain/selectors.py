@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["LabelSelector", "SelectorError"]
+__all__ = [
+    "LabelSelector",
+    "NodeRequirement",
+    "NodeSelectorTerm",
+    "SelectorError",
+    "node_affinity_matches",
+    "parse_node_selector_terms",
+]
 
 
 class SelectorError(ValueError):
@@ -179,3 +186,106 @@ def _canonical(requirements: list[_Requirement]) -> tuple[_Requirement, ...]:
 
 def _show(value: object) -> str:
     return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+# --- Node affinity (core/v1 NodeSelector), as Kueue's flavor assigner matches it -------------
+# A requirement as (key, operator, values); a term is requirements ANDed; terms are ORed.
+NodeRequirement = tuple[str, str, tuple[str, ...]]
+NodeSelectorTerm = tuple[NodeRequirement, ...]
+NODE_OPERATORS: Final = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
+_INTEGER: Final = re.compile(r"[-+]?[0-9]+", re.ASCII)
+
+
+def parse_node_selector_terms(raw: object) -> tuple[NodeSelectorTerm, ...]:
+    """`requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`, validated as
+    Kubernetes validates a pod's (ValidateNodeSelector), with paths relative to the list.
+    `matchFields` are validated for shape and then dropped, as Kueue's flavor assigner drops
+    them (they select nodes by name, which flavors do not have)."""
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+        raise SelectorError(": must be a list of node selector terms")
+    if not raw:
+        raise SelectorError(": Required value: must have at least one node selector term")
+    terms: list[NodeSelectorTerm] = []
+    for i, term in enumerate(raw):
+        if not isinstance(term, Mapping):
+            raise SelectorError(f"[{i}]: must be a mapping")
+        requirements: list[NodeRequirement] = []
+        for field in ("matchExpressions", "matchFields"):
+            items = term.get(field) or ()
+            if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+                raise SelectorError(f"[{i}].{field}: must be a list")
+            for j, item in enumerate(items):
+                requirement = _node_requirement(item, f"[{i}].{field}[{j}]")
+                if field == "matchExpressions":
+                    requirements.append(requirement)
+        terms.append(tuple(requirements))
+    return tuple(terms)
+
+
+def _node_requirement(raw: object, where: str) -> NodeRequirement:
+    if not isinstance(raw, Mapping):
+        raise SelectorError(f"{where}: must be a mapping")
+    key = _check_key(raw.get("key", ""), f"{where}.key")
+    operator = raw.get("operator")
+    raw_values = raw.get("values") or ()
+    if isinstance(raw_values, (str, bytes)) or not isinstance(raw_values, Sequence):
+        raise SelectorError(f"{where}.values: must be a list of strings")
+    values = tuple(raw_values)
+    for j, value in enumerate(values):
+        if not isinstance(value, str):
+            raise SelectorError(f"{where}.values[{j}]: must be a string, got {_show(value)}")
+    if operator in ("In", "NotIn"):
+        if not values:
+            raise SelectorError(f"{where}.values: Required value: must be specified when `operator` is 'In' or 'NotIn'")
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            raise SelectorError(
+                f"{where}.values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            )
+    elif operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            raise SelectorError(
+                f"{where}.values: Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"
+            )
+        if not _INTEGER.fullmatch(values[0]):
+            # What NodeSelectorRequirementsAsSelector answers when the flavor assigner matches it.
+            raise SelectorError(f"{where}.values[0]: for 'Gt', 'Lt' operators, the value must be an integer")
+    else:
+        supported = ", ".join(f'"{op}"' for op in NODE_OPERATORS)
+        raise SelectorError(f"{where}.operator: Unsupported value: {_show(operator)}: supported values: {supported}")
+    return key, str(operator), values
+
+
+def node_affinity_matches(terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, str]) -> bool:
+    """Whether a flavor with node labels `labels` can satisfy required node affinity `terms`,
+    as Kueue's flavorSelector (pkg/scheduler/flavorassigner) decides: only requirements on keys
+    the flavor itself labels count; a term left with none makes the whole affinity match (terms
+    are ORed); otherwise some term must have all its requirements hold."""
+    kept: list[tuple[NodeRequirement, ...]] = []
+    for term in terms:
+        relevant = tuple(r for r in term if r[0] in labels)
+        if not relevant:
+            return True
+        kept.append(relevant)
+    if not kept:
+        return True
+    return any(all(_node_requirement_holds(r, labels) for r in term) for term in kept)
+
+
+def _node_requirement_holds(requirement: NodeRequirement, labels: Mapping[str, str]) -> bool:
+    key, operator, values = requirement
+    value = labels.get(key)
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    # Gt / Lt: the label must be an integer too (labels.Requirement.Matches).
+    if value is None or not _INTEGER.fullmatch(value):
+        return False
+    if operator == "Gt":
+        return int(value) > int(values[0])
+    return int(value) < int(values[0])

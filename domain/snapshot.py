@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from domain.admission_fair_sharing import LedgerEntry, UsageLedger
 from domain.decisions import PodSetAssignment
 from domain.emitter import Emitter
 from domain.engine import Engine
@@ -60,6 +61,20 @@ class QueueSnap(msgspec.Struct, array_like=True):
     filed: list[tuple[str, str, int]]
 
 
+class LedgerSnap(msgspec.Struct, array_like=True):
+    """One LocalQueue's admission-fair-sharing entry (domain/admission_fair_sharing.py)."""
+
+    namespace: str
+    name: str
+    last_update: int
+    # nano-units outgrow msgpack's 64-bit integers (8Gi of memory is 8.6e18): decimal strings
+    consumed: list[tuple[str, str]]
+    penalties: list[tuple[str, list[tuple[str, str]]]]
+    admitted: list[tuple[str, int]]
+    base: list[tuple[str, str]]
+    base_ticks: int
+
+
 class Snapshot(msgspec.Struct):
     version: int
     objects: list[tuple[str, dict[str, Any]]]
@@ -74,6 +89,10 @@ class Snapshot(msgspec.Struct):
     seen_ids: list[str]
     clock: int
     deferred: list[str]
+    # Admission fair sharing: the ledger's entries, and the admitted workloads counted in them
+    # as (workload, namespace, LocalQueue, usage). Absent from snapshots made without it.
+    afs: list[LedgerSnap] = []
+    afs_counted: list[tuple[str, str, str, list[tuple[str, int]]]] = []
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -136,6 +155,15 @@ def dump(engine: Engine) -> bytes:
         seen_ids=sorted(state.seen_ids),
         clock=state.clock,
         deferred=list(state.deferred),
+        afs=[
+            LedgerSnap(
+                ns, name, e.last_update, [(r, str(v)) for r, v in e.consumed.items()],
+                [(w, [(r, str(v)) for r, v in p.items()]) for w, p in e.penalties.items()],
+                list(e.admitted.items()), [(r, str(v)) for r, v in e.base.items()], e.base_ticks,
+            )
+            for (ns, name), e in state.afs.entries.items()
+        ],
+        afs_counted=[(w, lq[0], lq[1], list(u.items())) for w, (lq, u) in state.afs.counted.items()],
     )
     return _encoder.encode(snap)
 
@@ -156,6 +184,7 @@ def load(data: bytes) -> Engine:
     for name in snap.terminating:
         state.cluster_queues[name].terminating = True
     engine._refresh_activeness(scratch)
+    _restore_ledger(state.afs, snap)  # before the queues: a fair queue's order reads it
     for w in snap.workloads:
         key = w.spec.key
         ws = WorkloadState(
@@ -173,7 +202,8 @@ def load(data: bytes) -> Engine:
             state.cluster_queues[a.cluster_queue].node.add_usages(usage)
         elif w.queued and w.cluster_queue is not None:
             ws.queued = True
-            state.cluster_queues[w.cluster_queue].queue.push(ws.order_key, equivalence_class(ws))
+            cq = state.cluster_queues[w.cluster_queue]
+            cq.queue.push(ws.order_key, equivalence_class(ws, cq))
     for q in snap.queues:
         cq = state.cluster_queues[q.name]
         cq.admitted = dict.fromkeys(q.admitted)
@@ -201,6 +231,29 @@ def load(data: bytes) -> Engine:
     if scratch.decisions:
         raise SnapshotError("restoring the configuration produced decisions; snapshot is inconsistent")
     return engine
+
+
+def _restore_ledger(ledger: UsageLedger, snap: Snapshot) -> None:
+    """The entries as they were (the configuration replay made fresh ones), and when each
+    one's next sampling is due."""
+    ledger.entries = {}
+    ledger.due = []
+    for s in snap.afs:
+        e = LedgerEntry(
+            s.last_update,
+            consumed={r: int(v) for r, v in s.consumed},
+            base={r: int(v) for r, v in s.base},
+            base_ticks=s.base_ticks,
+            penalties={w: {r: int(v) for r, v in p} for w, p in s.penalties},
+            admitted=dict(s.admitted),
+        )
+        for penalty in e.penalties.values():
+            for res, value in penalty.items():
+                e.pending[res] = e.pending.get(res, 0) + value
+        lq = (s.namespace, s.name)
+        ledger.entries[lq] = e
+        ledger._schedule(lq, e)
+    ledger.counted = {w: ((ns, name), dict(usage)) for w, ns, name, usage in snap.afs_counted}
 
 
 def _plain(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.preemption.candidates import CandidateIndex
+from domain.admission_fair_sharing import UsageLedger
+from domain.candidate_index import CandidateIndex
 from domain.decisions import PodSetAssignment
 from domain.flavor_assigner import Plans
 from domain.objects import (
@@ -21,6 +22,7 @@ from domain.objects import (
     CohortSpec,
     Configuration,
     LocalQueueSpec,
+    PodPriorityClass,
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
@@ -106,6 +108,7 @@ class State:
     cohorts: dict[str, CohortState] = field(default_factory=dict)
     local_queues: dict[LQKey, LocalQueueSpec] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    pod_priority_classes: dict[str, PodPriorityClass] = field(default_factory=dict)  # scheduling.k8s.io
     admission_checks: dict[str, AdmissionCheckSpec] = field(default_factory=dict)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     configuration: Configuration = field(default_factory=Configuration)
@@ -132,6 +135,8 @@ class State:
     # none did, no ClusterQueue of the tree holds one admitted by this event (not part of
     # snapshots: cleared per event, and a restored admission is always from an earlier one).
     admitted_roots: dict[int, None] = field(default_factory=dict)
+    # Admission fair sharing: each LocalQueue's decayed usage (domain/admission_fair_sharing.py).
+    afs: UsageLedger = field(default_factory=UsageLedger)
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         labels = self.namespaces.get(namespace)

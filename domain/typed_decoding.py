@@ -11,11 +11,23 @@ from __future__ import annotations
 import msgspec
 
 from domain import reasons
+from domain.api_fields import schema_for, strict_problems
 from domain.fields import Fields, InvalidInput
 from domain.names import ANNOTATIONS_MAX, label_problem, labels_message, subdomain_problem
 from domain.timestamps import TimestampError, parse_time
 from domain.typed_events import TypedEvent, TypedWorkload
-from domain.workload import PodSet, WorkloadSpec, pod_sets_of, resources_error
+from domain.workload import (
+    MAX_EXEC_TIME_LABEL,
+    WORKLOAD_PRIORITY_CLASS_SOURCE,
+    PodSet,
+    WorkloadSpec,
+    pod_sets_of,
+    resources_error,
+)
+
+_KUEUE_GROUP = "kueue.x-k8s.io"
+_V1BETA1 = "kueue.x-k8s.io/v1beta1"
+_V1BETA2 = "kueue.x-k8s.io/v1beta2"
 
 
 class NotTyped(Exception):
@@ -56,6 +68,9 @@ def _pod_sets(raw: msgspec.Raw) -> tuple[tuple[PodSet, ...], str | None]:
             items = _decode_any(key) if key else None
         except msgspec.DecodeError:
             raise NotTyped from None
+        unknown, refused = strict_problems({"spec": {"podSets": items}}, schema_for("Workload", ""))
+        if unknown or refused:
+            raise NotTyped
         try:
             pod_sets = pod_sets_of(Fields({"podSets": items}, "workload.spec", reasons.INVALID_WORKLOAD))
         except InvalidInput:
@@ -74,6 +89,25 @@ def workload_spec(wl: TypedWorkload | None) -> WorkloadSpec:
         raise NotTyped
     if wl.kind is not None and wl.kind != "Workload":
         raise NotTyped
+    api = wl.apiVersion
+    spec = wl.spec
+    # What the general path refuses, or reads beyond this path: a version's own spelling used in
+    # the other, a PriorityClass source, a fully spelled priorityClassRef, fields not supported.
+    if api is not None and api not in (_V1BETA1, _V1BETA2):
+        raise NotTyped
+    if api == _V1BETA2 and (spec.priorityClassName is not None or spec.priorityClassSource is not None):
+        raise NotTyped
+    if api == _V1BETA1 and (spec.priorityClassRef is not None or spec.preemptionGates):
+        raise NotTyped
+    if spec.priorityClassSource not in (None, "", WORKLOAD_PRIORITY_CLASS_SOURCE):
+        raise NotTyped
+    ref = spec.priorityClassRef
+    if ref is not None and (
+        ref.group not in (None, _KUEUE_GROUP) or ref.kind not in (None, "WorkloadPriorityClass")
+    ):
+        raise NotTyped  # a PriorityClass, or a mismatch the general path refuses
+    if spec.maximumExecutionTimeSeconds or spec.preemptionGates:
+        raise NotTyped
     meta = wl.metadata
     name = meta.name
     if not name or subdomain_problem(name) is not None:
@@ -90,7 +124,6 @@ def workload_spec(wl: TypedWorkload | None) -> WorkloadSpec:
             creation = parse_time(meta.creationTimestamp)
         except TimestampError:
             raise NotTyped from None
-    spec = wl.spec
     priority = spec.priority
     if priority is not None and not -(2**31) <= priority < 2**31:
         raise NotTyped
@@ -103,7 +136,7 @@ def workload_spec(wl: TypedWorkload | None) -> WorkloadSpec:
     if queue_name and subdomain_problem(queue_name) is not None:
         raise NotTyped
     labels = meta.labels
-    if labels and labels_message(sorted(labels.items())) is not None:
+    if labels and (labels_message(sorted(labels.items())) is not None or MAX_EXEC_TIME_LABEL in labels):
         raise NotTyped
     pod_sets, error = _pod_sets(spec.podSets)
     return WorkloadSpec(

@@ -28,32 +28,52 @@ from typing import Any
 
 import msgspec
 
-class _Ref(msgspec.Struct):
+# Each Struct forbids fields it does not know: a workload with a field Kubernetes' API server would
+# not decode (or one quotaflow refuses) fails here and takes the general path, which rejects it.
+class _Ref(msgspec.Struct, forbid_unknown_fields=True):
+    group: str | None = None
+    kind: str | None = None
     name: str | None = None
 
 
-class _Meta(msgspec.Struct):
+class _Meta(msgspec.Struct, forbid_unknown_fields=True):
     name: str | None = None
     namespace: str | None = None
     creationTimestamp: Any = None
     labels: dict[str, str] | None = None
     uid: str | None = None
     annotations: msgspec.Raw = msgspec.Raw()  # only its size is read: empty when absent
+    # The rest of ObjectMeta: accepted, not read.
+    generateName: msgspec.Raw = msgspec.Raw()
+    selfLink: msgspec.Raw = msgspec.Raw()
+    resourceVersion: msgspec.Raw = msgspec.Raw()
+    generation: msgspec.Raw = msgspec.Raw()
+    deletionTimestamp: msgspec.Raw = msgspec.Raw()
+    deletionGracePeriodSeconds: msgspec.Raw = msgspec.Raw()
+    ownerReferences: msgspec.Raw = msgspec.Raw()
+    finalizers: msgspec.Raw = msgspec.Raw()
+    managedFields: msgspec.Raw = msgspec.Raw()
 
 
-class _Spec(msgspec.Struct):
+class _Spec(msgspec.Struct, forbid_unknown_fields=True):
     queueName: str | None = None
     priority: int | None = None
     priorityClassName: str | None = None
+    priorityClassSource: str | None = None
     priorityClassRef: _Ref | None = None
     active: bool | None = None
     podSets: msgspec.Raw = msgspec.Raw()  # empty: absent
+    # Refused by the general path when set (not supported): here only seen, to defer to it.
+    maximumExecutionTimeSeconds: msgspec.Raw = msgspec.Raw()
+    preemptionGates: msgspec.Raw = msgspec.Raw()
 
 
-class TypedWorkload(msgspec.Struct):
+class TypedWorkload(msgspec.Struct, forbid_unknown_fields=True):
+    apiVersion: str | None = None
     kind: str | None = None
     metadata: _Meta | None = None
     spec: _Spec | None = None
+    status: msgspec.Raw = msgspec.Raw()
 
 
 class Submitted(msgspec.Struct, tag_field="type", tag="WorkloadSubmitted"):

@@ -10,10 +10,12 @@ from typing import Any
 import msgspec
 
 from domain import reasons
+from domain.api_fields import check_api_version, check_strict
 from domain.fields import Fields, InvalidInput
 from domain.names import annotations_message, label_problem, labels_message, subdomain_problem
-from domain.objects import Toleration, checked
+from domain.objects import Toleration, checked, described
 from domain.pod_requests import PodSetError, pod_set_requests, requests_above_limits
+from domain.selectors import NodeSelectorTerm, SelectorError, parse_node_selector_terms
 from domain.timestamps import TimestampError, parse_time
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -30,6 +32,12 @@ class PodSet:
     tolerations: tuple[Toleration, ...]
     # (path below the pod set, resources) where a container requests more than its limit
     above_limits: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Required node affinity: terms ORed, each of requirements ANDed (selectors.py).
+    node_affinity: tuple[NodeSelectorTerm, ...] = ()
+    priority_class: str | None = None  # the template's priorityClassName (a PriorityClass)
+    # The per-pod requests as the pods ask them, where the Configuration's `resources` make
+    # `per_pod` (what counts against quota) differ (domain/resource_transformations.py).
+    requested: tuple[tuple[str, int], ...] | None = None
 
 
 class WorkloadSpec(msgspec.Struct, frozen=True):
@@ -49,6 +57,10 @@ class WorkloadSpec(msgspec.Struct, frozen=True):
     # Set when some container requests more than its limit: Kueue holds such a workload as
     # Misconfigured until it is updated (checked when it is nominated, like the namespace).
     resources_error: str | None = None
+    # A Kubernetes PriorityClass the workload names (priorityClassSource
+    # scheduling.k8s.io/priorityclass, or a priorityClassRef of that group); `priority_class`
+    # is always a WorkloadPriorityClass.
+    pod_priority_class: str | None = None
 
     @property
     def key(self) -> str:
@@ -78,11 +90,25 @@ def _invalid(message: str) -> InvalidInput:
     return InvalidInput(reasons.INVALID_WORKLOAD, message)
 
 
+# Kueue's v1beta1 priorityClassSource values, and the v1beta2 priorityClassRef groups and kinds.
+WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
+_REF_KINDS = {"kueue.x-k8s.io": "WorkloadPriorityClass", "scheduling.k8s.io": "PriorityClass"}
+# Kueue's label for a job's maximum execution time (pkg/controller/constants).
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+
+
 def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
     obj = Fields(raw, path, reasons.INVALID_WORKLOAD)
     kind = obj.str("kind", "Workload")
     if kind != "Workload":
         raise obj.fail("kind", f'expected "Workload", got "{kind}"')
+    what = f"{path}: {described(kind, obj.data)}"
+    try:
+        version = check_api_version(kind, obj.str("apiVersion", ""))
+    except InvalidInput as exc:
+        raise InvalidInput(reasons.INVALID_WORKLOAD, f"{what}: {exc.message}") from None
+    check_strict(kind, version, obj.data, what, reasons.INVALID_WORKLOAD)
     meta = obj.sub("metadata")
     name = meta.str("name")
     if not name:
@@ -94,6 +120,12 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
     bad_labels = labels_message(labels.items())
     if bad_labels is not None:
         raise meta.fail("labels", bad_labels)
+    if MAX_EXEC_TIME_LABEL in labels:
+        raise InvalidInput(
+            reasons.NOT_SUPPORTED,
+            f"{meta.path}.labels.{MAX_EXEC_TIME_LABEL}: Unsupported: maximum execution time is not supported "
+            "(it needs time, which quotaflow does not model yet)",
+        )
     annotations = meta.data.get("annotations")
     if isinstance(annotations, Mapping):
         too_long = annotations_message(
@@ -111,14 +143,7 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
     priority = spec.opt_int("priority")
     if priority is not None and not -(2**31) <= priority < 2**31:
         raise spec.fail("priority", "must be a 32-bit integer")
-    pcn = spec.opt_str("priorityClassName")
-    ref = spec.opt_sub("priorityClassRef")
-    if pcn is None and ref is not None:
-        pcn = ref.opt_str("name")
-        if pcn:
-            checked(ref, "name", pcn, subdomain_problem(pcn))
-    elif pcn:
-        checked(spec, "priorityClassName", pcn, subdomain_problem(pcn))
+    pcn, pod_pcn = _priority_class(spec)
     queue_name = spec.str("queueName", "")
     if queue_name:
         checked(spec, "queueName", queue_name, subdomain_problem(queue_name))
@@ -135,7 +160,33 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
         pod_sets=pod_sets,
         uid=meta.opt_str("uid"),
         resources_error=resources_error(pod_sets),
+        pod_priority_class=pod_pcn,
     )
+
+
+def _priority_class(spec: Fields) -> tuple[str | None, str | None]:
+    """(WorkloadPriorityClass, PriorityClass) the spec names: v1beta1's priorityClassName with
+    priorityClassSource (empty: a WorkloadPriorityClass, quotaflow's reading since before the
+    source was read), or v1beta2's priorityClassRef (no group: a WorkloadPriorityClass)."""
+    pcn = spec.opt_str("priorityClassName")
+    ref = spec.opt_sub("priorityClassRef")
+    if pcn is None and ref is not None:
+        name = ref.opt_str("name")
+        group = ref.enum("group", tuple(_REF_KINDS), "kueue.x-k8s.io")
+        kind = ref.opt_str("kind")
+        if kind is not None and kind != _REF_KINDS[group]:
+            raise ref.fail("kind", f"only the {_REF_KINDS[group]} kind is allowed for the {group} group")
+        if not name:
+            return None, None
+        checked(ref, "name", name, subdomain_problem(name))
+        return (None, name) if group == "scheduling.k8s.io" else (name, None)
+    source = spec.enum(
+        "priorityClassSource", (WORKLOAD_PRIORITY_CLASS_SOURCE, POD_PRIORITY_CLASS_SOURCE, ""), ""
+    )
+    if not pcn:
+        return None, None
+    checked(spec, "priorityClassName", pcn, subdomain_problem(pcn))
+    return (None, pcn) if source == POD_PRIORITY_CLASS_SOURCE else (pcn, None)
 
 
 def resources_error(pod_sets: tuple[PodSet, ...]) -> str | None:
@@ -209,6 +260,16 @@ def _parse_pod_set_uncached(ps: Fields) -> PodSet:
     except PodSetError as exc:
         raise InvalidInput(reasons.INVALID_WORKLOAD, f"{ps.path}: {exc}") from None
     pod_spec = ps.sub("template").sub("spec")
+    required = pod_spec.sub("affinity").sub("nodeAffinity").sub("requiredDuringSchedulingIgnoredDuringExecution")
+    affinity: tuple[NodeSelectorTerm, ...] = ()
+    if required.has("nodeSelectorTerms") or required.data:
+        try:
+            affinity = parse_node_selector_terms(required.raw("nodeSelectorTerms") or [])
+        except SelectorError as exc:
+            raise InvalidInput(reasons.INVALID_WORKLOAD, f"{required.path}.nodeSelectorTerms{exc}") from None
+    template_pcn = pod_spec.opt_str("priorityClassName") or None
+    if template_pcn is not None:
+        checked(pod_spec, "priorityClassName", template_pcn, subdomain_problem(template_pcn))
     return PodSet(
         name=name,
         count=count,
@@ -217,6 +278,8 @@ def _parse_pod_set_uncached(ps: Fields) -> PodSet:
         node_selector=tuple(pod_spec.str_map("nodeSelector").items()),
         tolerations=tuple(_toleration(t) for t in pod_spec.objects("tolerations")),
         above_limits=requests_above_limits(ps.data),
+        node_affinity=affinity,
+        priority_class=template_pcn,
     )
 
 

@@ -30,6 +30,9 @@ from domain.lifecycle import (
 )
 from domain.names import label_problem, subdomain_problem
 from domain.objects import checked
+from domain.priority import defaulted
+from domain.priority import priority_of as _priority_of
+from domain.retransform import apply_to_spec, as_written
 from domain.state import State, WorkloadState
 from domain.workload import WorkloadSpec, workload_ref
 
@@ -39,9 +42,11 @@ UPDATED = "updated"  # an Applied decision's action
 def submit(
     state: State, spec: WorkloadSpec, seq: int, event_time: int | None, out: Emitter, submitted: list[str]
 ) -> None:
+    spec = apply_to_spec(spec, state.configuration.resources)  # Configuration `resources`
     key = spec.key
     if key in state.workloads or key in state.finished:
         raise InvalidInput(reasons.DUPLICATE_WORKLOAD, f"workload {key} already exists")
+    spec = with_default_class(state, spec)
     priority = priority_of(state, spec)
     # FIFO position: creationTimestamp, else this event's time, else the log's latest time.
     queue_time = spec.creation_time
@@ -59,24 +64,15 @@ def submit(
         set_pending(state, out, ws, (reasons.DEACTIVATED, reasons.MSG_DEACTIVATED))
 
 
-def resolved_priority(spec: WorkloadSpec, priority_classes: Mapping[str, int]) -> int | None:
-    """A workload's priority: `spec.priority`, else its WorkloadPriorityClass's value, else 0;
-    None when it names a class that does not exist."""
-    if spec.priority is not None:
-        return spec.priority
-    if spec.priority_class is None:
-        return 0
-    return priority_classes.get(spec.priority_class)
+def with_default_class(state: State, spec: WorkloadSpec) -> WorkloadSpec:
+    """The workload with the `default` WorkloadPriorityClass where Kueue defaults it
+    (domain/priority.py)."""
+    return defaulted(spec, state.priority_classes, state.configuration.workload_priority_class_defaulting)
 
 
 def priority_of(state: State, spec: WorkloadSpec) -> int:
-    value = resolved_priority(spec, state.priority_classes)
-    if value is None:
-        raise InvalidInput(
-            reasons.NOT_FOUND,
-            f'spec.priorityClassName: WorkloadPriorityClass "{spec.priority_class}" not found',
-        )
-    return value
+    """Its priority, as domain/priority.py resolves it, or `InvalidInput` naming the missing class."""
+    return _priority_of(spec, state.priority_classes, state.pod_priority_classes)
 
 
 def change_priority(state: State, ws: WorkloadState, priority: int, out: Emitter) -> None:
@@ -158,11 +154,12 @@ def _forget(state: State, ws: WorkloadState, out: Emitter, wakes: DeferredWakes 
 
 
 def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | None) -> None:
+    spec = with_default_class(state, spec)
     ws = state.workloads.get(spec.key)
     if ws is None:
         raise InvalidInput(reasons.UNKNOWN_WORKLOAD, f"workload {spec.key} not found")
     old = ws.spec
-    if spec.pod_sets != old.pod_sets:
+    if spec.pod_sets != as_written(old.pod_sets):
         raise InvalidInput(reasons.IMMUTABLE_FIELD, "spec.podSets: field is immutable")
     if spec.queue_name != old.queue_name and ws.admission is not None:
         raise InvalidInput(
@@ -175,7 +172,7 @@ def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | No
     spec_kept = WorkloadSpec(
         spec.namespace, spec.name, spec.queue_name, spec.priority, spec.priority_class,
         spec.active, spec.labels, old.creation_time if spec.creation_time is None else spec.creation_time,
-        old.pod_sets,
+        old.pod_sets, pod_priority_class=spec.pod_priority_class,
     )
     was_pending = ws.admission is None and old.active
     if was_pending:

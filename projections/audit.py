@@ -13,6 +13,7 @@ Only the decided part of the input log is audited: events after the last one the
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from domain.decisions import encode
@@ -63,7 +64,10 @@ class AuditResult:
         )
 
 
-async def audit(log: EventLog, topics: Topics, *, batch: int = 5000) -> AuditResult:
+async def audit(
+    log: EventLog, topics: Topics, *, batch: int = 5000, progress: Callable[[int, int], None] | None = None
+) -> AuditResult:
+    """`progress(events, of)`, when given, hears of each replayed event: how many so far, of how many."""
     began = time.monotonic()
     snapshots = []
     try:
@@ -102,6 +106,8 @@ async def audit(log: EventLog, topics: Topics, *, batch: int = 5000) -> AuditRes
                 if record.offset > upto:
                     break
                 events += 1
+                if progress is not None:
+                    progress(events, upto + 1)
                 replayed = engine.apply(record.value if record.value is not None else b"", record.offset)
                 for index, decision in enumerate(replayed):
                     mine = encode(decision)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from domain.admission_fair_sharing import USAGE_BASED
 from domain.fields import InvalidInput
 from domain.objects import (
     AdmissionCheckSpec,
@@ -21,12 +22,15 @@ from domain.objects import (
     Configuration,
     LocalQueueSpec,
     NamespaceSpec,
+    PodPriorityClass,
     ResourceFlavor,
     WorkloadPriorityClass,
     parse_object,
 )
+from domain.priority import apply_pod_priority_class
+from projections.local_queue_usage import LocalQueueUsage
 from projections.records import Applied
-from projections.view_model import ClusterQueueView, LQKey
+from projections.view_model import ClusterQueueView, LQKey, OrderKey
 
 if TYPE_CHECKING:
     from projections.view_model import WorkloadView
@@ -44,6 +48,9 @@ class ConfigFollower:
         cohort_raw: dict[str, Mapping[str, Any]]
         local_queues: dict[LQKey, LocalQueueSpec]
         priority_classes: dict[str, int]
+        pod_priority_classes: dict[str, PodPriorityClass]
+        lq_usage: LocalQueueUsage
+        clock: int
         admission_checks: dict[str, AdmissionCheckSpec]
         namespaces: dict[str, dict[str, str]]
         configuration: Configuration
@@ -79,6 +86,7 @@ class ConfigFollower:
             key = (obj.namespace, obj.name)
             old = self.local_queues.get(key)
             self.local_queues[key] = obj
+            self.lq_usage.local_queue_applied(key, self.clock)
             if old is None or old.stop_policy != obj.stop_policy:
                 self._reroute_lq(key)
         elif isinstance(obj, CohortSpec):
@@ -94,22 +102,47 @@ class ConfigFollower:
                     self._reroute(wv)
         elif isinstance(obj, AdmissionCheckSpec):
             self.admission_checks[obj.name] = obj
+        elif isinstance(obj, PodPriorityClass):
+            try:
+                apply_pod_priority_class(self.pod_priority_classes, obj)
+            except InvalidInput as exc:
+                self._anomaly(f"PriorityClass {obj.name}: applied by the engine, refused by the fold: {exc}")
         elif isinstance(obj, NamespaceSpec):
             self.namespaces[obj.name] = dict(obj.labels)
         elif isinstance(obj, Configuration):
-            self.configuration = obj
+            self._configuration(obj)
+
+    def _configuration(self, configuration: Configuration) -> None:
+        self.configuration = configuration
+        self.lq_usage.configuration(configuration, list(self.local_queues), self.clock)
+        for cq in self.cluster_queues.values():
+            self._fair_order(cq)
+
+    def _fair_order(self, cq: ClusterQueueView) -> None:
+        """Order cq's pending workloads by LocalQueue usage first where the engine does
+        (admission fair sharing)."""
+        fair = self.lq_usage.enabled and cq.spec.admission_mode == USAGE_BASED
+        if fair != (cq.pending.rank is not None):
+            cq.pending.set_rank(self._usage_rank if fair else None)
+
+    def _usage_rank(self, key: OrderKey) -> Any:
+        lq = self.workloads[key[3]].lq
+        spec = self.local_queues.get(lq)
+        return self.lq_usage.rank(lq, 1000 if spec is None else spec.fair_weight, self.clock)
 
     def _apply_cluster_queue(self, spec: ClusterQueueSpec, raw_object: Mapping[str, Any]) -> None:
         cq = self.cluster_queues.get(spec.name)
         if cq is None:
             cq = ClusterQueueView(spec.name, spec, raw_object, spec.quotas())
             self.cluster_queues[spec.name] = cq
+            self._fair_order(cq)
             self._reroute_cq(spec.name)
         else:
             cq.spec = spec
             cq.raw = raw_object
             cq.quotas = spec.quotas()
             cq.terminating = False
+            self._fair_order(cq)
 
     def _delete_object(self, kind: str, name: str, namespace: str | None) -> None:
         if kind == "ClusterQueue":
@@ -123,6 +156,7 @@ class ConfigFollower:
         elif kind == "LocalQueue":
             key = (namespace or "default", name)
             self.local_queues.pop(key, None)
+            self.lq_usage.local_queue_deleted(key)
             self._reroute_lq(key)
         elif kind == "ResourceFlavor":
             self.flavors.pop(name, None)
@@ -135,8 +169,10 @@ class ConfigFollower:
             self.admission_checks.pop(name, None)
         elif kind == "Namespace":
             self.namespaces.pop(name, None)
+        elif kind == "PriorityClass":
+            self.pod_priority_classes.pop(name, None)
         elif kind == "Configuration":
-            self.configuration = Configuration()
+            self._configuration(Configuration())
 
     def _remove_cluster_queue(self, cq: ClusterQueueView) -> None:
         # The workloads that waited in it now wait for a ClusterQueue that does not exist (taken out

@@ -38,6 +38,7 @@ from projections.view_model import ClusterQueueView, LQKey, WorkloadView
 
 if TYPE_CHECKING:
     from domain.objects import LocalQueueSpec
+    from projections.local_queue_usage import LocalQueueUsage
 
 
 class DecisionHandlers:
@@ -47,6 +48,8 @@ class DecisionHandlers:
         workloads: dict[str, WorkloadView]
         finished: dict[str, None]
         cluster_queues: dict[str, ClusterQueueView]
+        lq_usage: LocalQueueUsage
+        clock: int
         local_queues: dict[LQKey, LocalQueueSpec]
         by_lq: dict[LQKey, dict[str, None]]
         by_priority_class: dict[str, dict[str, None]]
@@ -131,6 +134,7 @@ class DecisionHandlers:
             cq._totals = None
             cq.admitted += 1
             wv.admitted = True
+            self.lq_usage.admitted(wv.key, wv.lq, cq.spec, wv.usage, self.clock)
             self._observe_admission(self._qstats(wv, cq.name), wait)
             return
         cq = self.cluster_queues.get(d.clusterQueue)  # type: ignore[assignment]
@@ -149,6 +153,7 @@ class DecisionHandlers:
         wv.evicted = False
         wv.reason = wv.message = None
         cq.holders[wv.key] = None
+        self.lq_usage.reserved(wv.key, wv.lq, cq.spec, usage, admitted, self.clock)
         held = cq.held.get(id(usage))
         if held is None:
             cq.held[id(usage)] = [usage, 1, 1 if admitted else 0]
@@ -198,6 +203,7 @@ class DecisionHandlers:
     def _release(self, wv: WorkloadView) -> ClusterQueueView | None:
         if wv.cluster_queue is None:
             return None
+        self.lq_usage.released(wv.key, wv.lq, self.clock)
         cq = self.cluster_queues[wv.cluster_queue]
         key = id(wv.usage)
         held = cq.held[key]
@@ -243,6 +249,7 @@ class DecisionHandlers:
             if d.reason == reasons.ADMISSION_CHECK and not wv.active:
                 reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
         increment(c.evicted, (key, reason, cause))
+        self.lq_usage.evicted(wv.key, self.clock)
         self._unadmit(wv)
         wv.evicted = True
 

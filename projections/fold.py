@@ -51,11 +51,13 @@ from domain.objects import (
     CohortSpec,
     Configuration,
     LocalQueueSpec,
+    PodPriorityClass,
     ResourceFlavor,
 )
 from domain.timestamps import TimestampError, parse_time
 from projections.config_following import ConfigFollower
 from projections.decision_handlers import DecisionHandlers
+from projections.local_queue_usage import LocalQueueUsage
 from projections.pending_queues import PendingQueues
 from projections.records import FR as FR  # (re-exported, as DecisionRecord)
 from projections.records import Applied, Rejected
@@ -91,9 +93,11 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         self.cohort_raw: dict[str, Mapping[str, Any]] = {}
         self.local_queues: dict[LQKey, LocalQueueSpec] = {}
         self.priority_classes: dict[str, int] = {}
+        self.pod_priority_classes: dict[str, PodPriorityClass] = {}
         self.admission_checks: dict[str, AdmissionCheckSpec] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
         self.configuration = Configuration()
+        self.lq_usage = LocalQueueUsage()  # admission fair sharing (projections/local_queue_usage.py)
         # workloads
         self.workloads: dict[str, WorkloadView] = {}
         self.finished: dict[str, None] = {}

@@ -19,7 +19,9 @@ the logs, not one of several leader-elected replicas), `priority_class` is the w
   `_borrowing_limit` / `_lending_limit{cohort,cluster_queue,flavor,resource}` (cpu in cores,
   everything else in its base unit, as Kueue reports them);
 - `kueue_cluster_queue_status{cluster_queue,status}` (pending, active, terminating);
-- the `kueue_local_queue_*` equivalents.
+- the `kueue_local_queue_*` equivalents, and `kueue_local_queue_admission_fair_sharing_usage{name,
+  namespace,cluster_queue}` while the Configuration has `admissionFairSharing` (each LocalQueue's
+  usage as the engine orders by it, as of the log's latest time: projections/local_queue_usage.py);
 
 Counters and histograms (from decisions): `kueue_admitted_workloads_total`,
 `kueue_quota_reserved_workloads_total`, `kueue_finished_workloads_total`,
@@ -164,6 +166,7 @@ class ProjectionCollector(Collector):
         lq_res_labels = ["name", "namespace", "flavor", "resource", "replica_role"]
         lq_reservation = GaugeMetricFamily("kueue_local_queue_resource_reservation", "Reports the localQueue's total resource reservation within all the flavors", labels=lq_res_labels)
         lq_usage = GaugeMetricFamily("kueue_local_queue_resource_usage", "Reports the localQueue's total resource usage within all the flavors", labels=lq_res_labels)
+        lq_afs = GaugeMetricFamily("kueue_local_queue_admission_fair_sharing_usage", "Reports a value representing the LocalQueue's Admission Fair Sharing usage, calculated from the resource-weighted sum of consumed resources and pending admission penalties, divided by the LocalQueue's fair sharing weight", labels=["name", "namespace", "cluster_queue", "replica_role"])
         for key in sorted(p.local_queues):
             ns, name = key
             counts_lq = local_queue_counts(p, key)
@@ -184,7 +187,12 @@ class ProjectionCollector(Collector):
                 lq_reservation.add_metric([name, ns, flavor, res, ROLE], value(res, v))
             for (flavor, res), v in sorted(counts_lq["usage"].items()):
                 lq_usage.add_metric([name, ns, flavor, res, ROLE], value(res, v))
+            if p.lq_usage.enabled:  # Kueue reports it for every LocalQueue while it is configured
+                spec = p.local_queues[key]
+                lq_afs.add_metric([name, ns, spec.cluster_queue, ROLE], p.lq_usage.usage(key, spec.fair_weight, p.clock))
         yield from (lq_pending, lq_reserving, lq_admitted, lq_status, lq_reservation, lq_usage)
+        if p.lq_usage.enabled:
+            yield lq_afs
 
         def counter(name: str, doc: str, labels: list[str], data: dict[Any, int]) -> CounterMetricFamily:
             family = CounterMetricFamily(name, doc, labels=[*labels, "replica_role"])

@@ -4,7 +4,7 @@ read them."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -56,7 +56,7 @@ class WorkloadView(msgspec.Struct, gc=False):
             t = self.template
             self.template = WorkloadSpec(
                 t.namespace, self.name, t.queue_name, t.priority, t.priority_class, t.active,
-                t.labels, self.creation, t.pod_sets, self.uid,
+                t.labels, self.creation, t.pod_sets, self.uid, pod_priority_class=t.pod_priority_class,
             )
             self.name = None
         return self.template
@@ -85,29 +85,41 @@ class PendingOrder:
     up to date (binary search into a list). A rebuild, which never reads it halfway, sorts each
     queue once at the end instead of keeping every intermediate queue sorted."""
 
-    __slots__ = ("_members", "_sorted")
+    __slots__ = ("_members", "_sorted", "rank")
 
     def __init__(self) -> None:
         self._members: dict[OrderKey, None] = {}
         self._sorted: list[OrderKey] | None = None
+        # Admission fair sharing: each key's LocalQueue usage, which sorts first and moves with
+        # time, so the order is sorted anew at each read (projections/local_queue_usage.py).
+        self.rank: Callable[[OrderKey], Any] | None = None
+
+    def set_rank(self, rank: Callable[[OrderKey], Any] | None) -> None:
+        self.rank = rank
+        self._sorted = None
 
     def add(self, key: OrderKey) -> None:
         self._members[key] = None
-        if self._sorted is not None:
+        if self._sorted is not None and self.rank is None:
             bisect.insort(self._sorted, key)
 
     def remove(self, key: OrderKey) -> None:
         del self._members[key]
-        if self._sorted is not None:
+        if self._sorted is not None and self.rank is None:
             del self._sorted[bisect.bisect_left(self._sorted, key)]
 
     def _order(self) -> list[OrderKey]:
+        rank = self.rank
+        if rank is not None:
+            return sorted(self._members, key=lambda k: (rank(k), k))
         if self._sorted is None:
             self._sorted = sorted(self._members)
         return self._sorted
 
     def index(self, key: OrderKey) -> int:
         order = self._order()
+        if self.rank is not None:
+            return order.index(key)
         i = bisect.bisect_left(order, key)
         if i < len(order) and order[i] == key:
             return i

@@ -99,6 +99,7 @@ def stamped(template: WorkloadSpec, name: str, created: int | None, uid: Any) ->
     return WorkloadSpec(
         template.namespace, name, template.queue_name, template.priority, template.priority_class,
         template.active, template.labels, created, template.pod_sets, uid if isinstance(uid, str) else None,
+        pod_priority_class=template.pod_priority_class,
     )
 
 

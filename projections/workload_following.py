@@ -18,9 +18,10 @@ import msgspec
 
 from domain.admission_checks import retry_queue_time
 from domain.fields import InvalidInput
+from domain.objects import Configuration, PodPriorityClass
+from domain.priority import defaulted, priority_of
 from domain.timestamps import TimestampError, parse_time
 from domain.workload import WorkloadSpec, parse_workload
-from domain.workload_events import resolved_priority
 from projections.view_model import LQKey, WorkloadView
 from projections.workload_decoding import Envelope, parse_accepted, stamp_of
 
@@ -36,6 +37,8 @@ class WorkloadFollower:
         by_lq: dict[LQKey, dict[str, None]]
         by_priority_class: dict[str, dict[str, None]]
         priority_classes: dict[str, int]
+        pod_priority_classes: dict[str, PodPriorityClass]
+        configuration: Configuration
         seen_ids: set[str]
         clock: int
         event_time_us: int
@@ -82,6 +85,16 @@ class WorkloadFollower:
         if event_id is not None:
             self.seen_ids.add(event_id)
 
+    def _defaulted(self, spec: WorkloadSpec) -> WorkloadSpec:
+        return defaulted(spec, self.priority_classes, self.configuration.workload_priority_class_defaulting)
+
+    def _priority_of(self, spec: WorkloadSpec) -> int | None:
+        """The engine's priority (domain/priority.py); None where a class is unknown to the fold."""
+        try:
+            return priority_of(spec, self.priority_classes, self.pod_priority_classes)
+        except InvalidInput:
+            return None
+
     def _workload_submitted(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
         spec = parse_accepted(raw.get("workload")) if top_level else parse_workload(raw.get("workload"))
         self._submit(spec, None, None, None, seq)
@@ -99,10 +112,11 @@ class WorkloadFollower:
         if key in workloads:
             self._anomaly(f"input offset {self.position}: {key} submitted by the engine, known to the fold")
             return
+        template = self._defaulted(template)
         priority = template.priority
         pc = template.priority_class
         if priority is None:
-            priority = resolved_priority(template, self.priority_classes)
+            priority = self._priority_of(template)
             if priority is None:
                 self._anomaly(f"input offset {self.position}: {key}: priority class {pc} unknown to the fold")
                 priority = 0
@@ -123,13 +137,13 @@ class WorkloadFollower:
         self._dirty[key] = None  # queued once this event's decisions are folded (see _reroute)
 
     def _workload_updated(self, raw: Mapping[str, Any], seq: int, top_level: bool) -> None:
-        spec = parse_workload(raw.get("workload"))
+        spec = self._defaulted(parse_workload(raw.get("workload")))
         wv = self.workloads.get(spec.key)
         if wv is None:
             self._anomaly(f"input offset {self.position}: {spec.key} updated by the engine, unknown to the fold")
             return
         old = wv.spec
-        priority = resolved_priority(spec, self.priority_classes)
+        priority = self._priority_of(spec)
         if priority is None:
             self._anomaly(f"input offset {self.position}: {spec.key}: priority class unknown to the fold")
             priority = wv.priority
@@ -137,7 +151,7 @@ class WorkloadFollower:
         kept = WorkloadSpec(
             spec.namespace, spec.name, spec.queue_name, spec.priority, spec.priority_class,
             spec.active, spec.labels, old.creation_time if spec.creation_time is None else spec.creation_time,
-            old.pod_sets, old.uid,
+            old.pod_sets, old.uid, pod_priority_class=spec.pod_priority_class,
         )
         self._dequeue(wv)
         if (old.namespace, old.queue_name) != (kept.namespace, kept.queue_name):

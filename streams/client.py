@@ -3,6 +3,7 @@
     async with Client("kafka://localhost:9092") as qf:      # or "sqlite:///quotaflow.db"
         await qf.apply(cluster_queue)                      # ConfigApplied
         offset = await qf.submit(workload)                 # WorkloadSubmitted
+        await qf.submit_jobs([job_manifest])               # a Kueue-integrated job -> its Workload(s)
         await qf.finish("team-a", "job-1")                 # WorkloadFinished
         await qf.delete("ClusterQueue", "team-a-cq")       # ConfigDeleted
         async for decision in qf.decisions():              # domain.decisions structs, in order
@@ -37,6 +38,7 @@ for _kind, _short in (
     ("WorkloadPriorityClass", "wpc"),
     ("AdmissionCheck", None),
     ("Namespace", "ns"),
+    ("PriorityClass", "pc"),  # Kubernetes' (scheduling.k8s.io/v1)
     ("Configuration", None),
     ("Workload", "wl"),
 ):
@@ -45,6 +47,7 @@ for _kind, _short in (
             KIND_ALIASES[alias] = _kind
 KIND_ALIASES["namespaces"] = "Namespace"
 KIND_ALIASES["workloadpriorityclasses"] = "WorkloadPriorityClass"
+KIND_ALIASES["priorityclasses"] = "PriorityClass"
 
 Event = Mapping[str, Any]
 
@@ -153,6 +156,45 @@ class Client:
     async def submit(self, workload: Any, *, id: str | None = None, time: str | None = None) -> int:
         """`WorkloadSubmitted`: a Kueue Workload asks for admission."""
         return await self.publish(_envelope({"type": "WorkloadSubmitted", "workload": _plain(workload)}, id, time))
+
+    async def submit_jobs(self, manifests: Iterable[Mapping[str, Any]], *, naming: Any = None) -> list[int]:
+        """`WorkloadSubmitted` for the Workloads Kueue's integrations build from job manifests
+        (Job, JobSet, PyTorchJob, RayJob, Pod and pod groups, ...; a Workload passes as it is),
+        in one append; returns their offsets. Nothing is published when any manifest is refused:
+        JobsRefused lists each with its reason. `naming` (streams.importers.kueue_jobs.Naming)
+        fixes generated names, for tests."""
+        from streams.importers.kueue_jobs import JobsRefused, convert_documents
+
+        result = convert_documents(
+            ((f"manifest {i + 1}", m) for i, m in enumerate(manifests)), naming=naming
+        )
+        if result.refused:
+            raise JobsRefused(result.refused)
+        return await self.publish_many({"type": "WorkloadSubmitted", "workload": w} for w in result.workloads)
+
+    async def workloads_owned_by(self, kind: str, namespace: str, name: str) -> list[str]:
+        """Names of the workloads in the input log that the job `kind` `namespace/name` owns (as
+        its Workload's ownerReferences record), in the order first submitted, without those
+        deleted since. Reads the whole input log."""
+        import json
+
+        from streams.importers.kueue_jobs import owned_by
+
+        await self.start()
+        names: dict[str, None] = {}
+        for record in await self.log.read_all(self.topics.input):
+            try:
+                event = json.loads(record.value or b"")
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            workload = event.get("workload")
+            if event.get("type") == "WorkloadSubmitted" and isinstance(workload, dict) and owned_by(workload, kind, namespace, name):
+                names[str((workload.get("metadata") or {}).get("name"))] = None
+            elif event.get("type") == "WorkloadDeleted" and event.get("namespace") == namespace:
+                names.pop(str(event.get("name")), None)
+        return list(names)
 
     async def update(self, workload: Any, *, id: str | None = None, time: str | None = None) -> int:
         """`WorkloadUpdated`: the whole Workload again, with changed mutable fields."""

@@ -22,11 +22,12 @@ import sys
 import time
 from typing import Any
 
-from bench.engine_bench import gc_threshold, gc_thresholds
-from bench.kueue_perf import config as config_mod
-from bench.kueue_perf import engine_clock, generator, virtual
-from bench.kueue_perf.batching import DEFAULT_WINDOW
-from bench.kueue_perf.recorder import Summary
+from bench.timing import gc_threshold, gc_thresholds
+from devtools.kueue_perf import config as config_mod
+from devtools.kueue_perf import generator, virtual
+from bench.kueue_perf import engine_clock
+from devtools.kueue_perf.batching import DEFAULT_WINDOW
+from devtools.kueue_perf.recorder import Summary
 from bench.kueue_perf.reference import MEANS, KueueMeans
 from streams.settings import DEFAULT_STEP_BYTES, ENV_STEP_BYTES
 

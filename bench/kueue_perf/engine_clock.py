@@ -25,12 +25,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.engine_bench import frozen_setup
-from bench.kueue_perf.batching import Batcher
-from bench.kueue_perf.executor import Executor
-from bench.kueue_perf.generator import SOURCE, Scenario
-from bench.kueue_perf.recorder import Recorder, Summary
-from bench.kueue_perf.virtual import next_time, rfc3339, take_arrivals
+from bench.timing import frozen_setup
+from devtools.kueue_perf.batching import Batcher
+from devtools.kueue_perf.executor import Executor
+from devtools.kueue_perf.generator import SOURCE, Scenario
+from devtools.kueue_perf.recorder import Recorder, Summary
+from devtools.kueue_perf.virtual import next_time, rfc3339, take_arrivals
 from domain.decisions import Decision, encode
 from domain.engine import Engine
 from streams.agent.engine_child import ENGINE_GC_THRESHOLD

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.kueue_perf import config as config_mod
-from bench.kueue_perf import generator, virtual
+from devtools.kueue_perf import config as config_mod
+from devtools.kueue_perf import generator, virtual
 from domain._engine_form import running_compiled
 
 ADMITTED = "fit: admitted"

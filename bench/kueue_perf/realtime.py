@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.agent_common import AgentProcess, bench_topics, percentile
-from bench.engine_bench import frozen_setup
-from bench.kueue_perf.batching import DEFAULT_WINDOW, Batcher
-from bench.kueue_perf.executor import Executor
-from bench.kueue_perf.generator import SOURCE, Scenario, submitted
-from bench.kueue_perf.recorder import Recorder, Summary
+from bench.timing import frozen_setup
+from devtools.kueue_perf.batching import DEFAULT_WINDOW, Batcher
+from devtools.kueue_perf.executor import Executor
+from devtools.kueue_perf.generator import SOURCE, Scenario, submitted
+from devtools.kueue_perf.recorder import Recorder, Summary
 from domain.decisions import decode
 from streams.log.envelope import event_message
 from streams.log.kafka import KafkaLog

@@ -1,6 +1,6 @@
 """Reading candidates: each ClusterQueue's, lazily in Kueue's order, merged across queues.
 
-Each ClusterQueue keeps its workloads in candidate order (`candidates.py`); a search merges the
+Each ClusterQueue keeps its workloads in candidate order (domain/candidate_index.py); a search merges the
 queues it may take from and reads only as many candidates as it examines: k·log q for k
 candidates from q queues, whatever the number of workloads the cohort holds.
 """
@@ -17,7 +17,7 @@ from domain.quota import FR, QuotaNode
 from domain.state import ClusterQueueState
 
 
-Key = tuple[int, int, int, str]  # a candidate's place in Kueue's order (see candidates.py)
+Key = tuple[int, int, int, str]  # a candidate's place in Kueue's order (see domain/candidate_index.py)
 
 # A ClusterQueue whose workloads may be candidates: (queue, hierarchical advantage, lowest
 # common ancestor with the preemptor for the validity check).

@@ -9,6 +9,7 @@
 - `refs`            NS/NAME or NAME with -n
 - `view_commands`   commands over the projections (status, pending, history, explain, audit, serve)
 - `import_commands` `quotaflow import ...`
+- `launch_command`  `quotaflow launch` (streams/launcher)
 - `demo`            `quotaflow demo`
 - `render`          everything shown to people (rich)
 - `common`          what every command that opens a log shares

@@ -13,11 +13,16 @@ The scenario (from the seeds: Kueue's ClusterQueue concept page):
 3. *StrictFIFO*: research-cq (8 CPU) admits job-1 (6 CPU); job-2 (4 CPU) must wait, and job-3
    (1 CPU) waits behind it although it would fit (older workloads block newer ones).
 4. job-1 finishes: job-2 and then job-3 are admitted.
+5. The whole loop, on a second log with `quotaflow launch` (streams/launcher) following it: the
+   Kueue-style Jobs of demo_jobs/ are submitted in order; train (low priority) runs as local processes,
+   urgent (high priority) preempts it, the launcher stops train's pods and releases its quota,
+   urgent runs and finishes, train is admitted again and finishes; quota usage as it goes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -204,6 +209,151 @@ async def _demo(console: Console, db: Path, pause: float) -> None:
     )
 
 
+# The whole loop, with `quotaflow launch`: its inputs are the files of this directory (Kueue
+# objects and Workloads whose pod templates have commands), published in file-name order.
+JOBS_DIR = Path(__file__).with_name("demo_jobs")
+LAUNCH_TEXT = (
+    "A second log, with `quotaflow launch` following its decisions: it runs each admitted "
+    "workload's pods as local processes (their command, with the assignment in QUOTAFLOW_* "
+    "variables), stops a preempted one (SIGTERM, a grace period, SIGKILL) and releases its quota "
+    "once its pods are gone, and reports each finished one. cluster-queue has 4 CPUs; train "
+    "(low-priority, 3 pods of 1 CPU) runs first; urgent (high-priority, 2 pods) preempts it; train "
+    "is released, admitted again once urgent finished, and finishes."
+)
+
+
+def demo_events(path: Path) -> list[dict[str, Any]]:
+    """The input events a demo file stands for: its jobs are submitted as the Workloads Kueue's
+    integrations build (what `quotaflow submit -f` does), the rest applied."""
+    from streams.importers.kueue_jobs import convert_documents
+    from streams.importers.kueue_jobs.registry import CONFIGURATION_KINDS
+    from streams.log.event_files import load_yaml_documents
+
+    docs = [d for d in load_yaml_documents(path.read_text()) if d]
+    config = [d for d in docs if d.get("kind") in CONFIGURATION_KINDS]
+    jobs = [(f"{path.name}#{i}", d) for i, d in enumerate(docs) if d.get("kind") not in CONFIGURATION_KINDS]
+    converted = convert_documents(jobs)
+    if converted.refused:
+        raise ValueError(f"{path.name}: " + "; ".join(str(r) for r in converted.refused))
+    return [applied(d) for d in config] + [submitted(w) for w in converted.workloads]
+
+
+def launcher_line(event: str, fields: dict[str, Any]) -> str | None:
+    wl = fields.get("workload")
+    if event == "started":
+        return f"[magenta]launch[/]  started   {wl}: pods {', '.join(fields['pods'])} [dim](admission {fields['admission']})[/dim]"
+    if event == "stopping":
+        return f"[magenta]launch[/]  stopping  {wl}: SIGTERM to pods {', '.join(fields['pods'])}, SIGKILL after {fields['grace']:g} s"
+    if event == "released":
+        return f"[magenta]launch[/]  released  {wl}: its pods are gone -> WorkloadReleased"
+    if event == "finished":
+        return f"[magenta]launch[/]  finished  {wl}: {fields['reason']} ({fields['message']}) -> WorkloadFinished"
+    if event == "not runnable":
+        return f"[magenta]launch[/]  not run   {wl}: {fields['message']}"
+    return None
+
+
+async def _launch_demo(console: Console, tmp: Path, pause: float) -> None:
+    from domain import decisions
+    from streams.agent.loop import Agent, AgentConfig
+    from streams.cli.render import Usage, decision_line
+    from streams.client import Client
+    from streams.launcher.loop import LaunchConfig, Launcher
+    from streams.log import Topics
+    from streams.log.sqlite import SqliteLog
+    from streams.settings import Settings
+
+    settings = Settings()
+    topics = Topics.from_settings(settings)
+    db = tmp / "launch.db"
+    agent_log = SqliteLog(db)
+    agent = Agent(agent_log, AgentConfig(topics, snapshot_every_events=10, standby=False))
+    agent_task = asyncio.create_task(agent.run())
+    usage = Usage()
+    started: set[str] = set()
+    finished: set[str] = set()
+    changed = asyncio.Event()
+
+    def on_launcher(event: str, fields: dict[str, Any]) -> None:
+        line = launcher_line(event, fields)
+        if line:
+            console.print(line)
+        if event == "started":
+            started.add(fields["workload"])
+            changed.set()
+
+    launcher = Launcher(
+        SqliteLog(db), topics, LaunchConfig(state_dir=tmp / "launch-state", grace_period=5.0, poll=0.1), notify=on_launcher
+    )
+    stop = asyncio.Event()
+    launcher_task = asyncio.create_task(launcher.run(stop))
+
+    async def until(check: Any, what: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            for task in (agent_task, launcher_task):
+                if task.done():
+                    task.result()  # it failed: say why
+                    raise RuntimeError("the agent or the launcher stopped early")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the demo waited {timeout:g} s for {what}")
+            changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(changed.wait(), 0.5)
+
+    async with Client(settings=settings, log=SqliteLog(db), source="/quotaflow/demo") as qf:
+
+        async def show() -> None:
+            async for record, decision in qf.decision_records():
+                if decision is None:
+                    continue
+                console.print(decision_line(decision, record.offset))
+                usage.add_decision(decision)
+                if isinstance(decision, decisions.Finished) and decision.workload:
+                    finished.add(decision.workload)
+                if isinstance(decision, decisions.Admitted) and len(workloads) > 1 and decision.workload == workloads[-1]:
+                    console.print(usage.table("Quota usage now: the preemptor runs, its victim waits for room"))
+                changed.set()
+
+        workloads: list[str] = []  # as submitted, in order
+        watcher = asyncio.create_task(show())
+        try:
+            console.print()
+            console.print(Panel(LAUNCH_TEXT, title="5. The whole loop: quotaflow launch", title_align="left", expand=False))
+            files = sorted(JOBS_DIR.glob("*.yaml"))
+            for path in files:
+                events = demo_events(path)
+                for event in events:
+                    usage.add_event(event)
+                    if event["type"] == "WorkloadSubmitted":
+                        meta = event["workload"]["metadata"]
+                        workloads.append(f"{meta.get('namespace') or 'default'}/{meta['name']}")
+                offsets = await qf.publish_many(events)
+                for event, offset in zip(events, offsets, strict=True):
+                    obj = event.get("workload") or event.get("object") or {}
+                    meta = obj.get("metadata") or {}
+                    what = "submitted" if event["type"] == "WorkloadSubmitted" else "applied"
+                    ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+                    console.print(f"[dim]{offset:>6} {path.name}: {what} {str(obj.get('kind')).lower()}/{ns}{meta.get('name')}[/dim]")
+                if any(e["type"] == "WorkloadSubmitted" for e in events):
+                    # each workload is running before the next file comes
+                    await until(lambda: set(workloads) <= started, f"{', '.join(workloads)} to start")
+                if pause:
+                    await asyncio.sleep(pause)
+            await until(lambda: set(workloads) <= finished, "every workload to finish", timeout=120)
+        finally:
+            watcher.cancel()
+            stop.set()
+            agent.stop()
+            await asyncio.gather(watcher, agent_task, launcher_task, return_exceptions=True)
+            await launcher.close()
+            await agent_log.close()
+    outputs = sorted((tmp / "launch-state" / "logs").glob("*/*/*/*/*.stdout"))  # namespace/name/admission/pod/container
+    if outputs:
+        console.print(f"[dim]a pod's output ({outputs[0].relative_to(tmp)}):[/dim] {outputs[0].read_text().strip()}")
+    console.print(usage.table("Quota usage at the end: everything finished, every CPU back"))
+
+
 def run_demo(*, pause: float = 0.0, keep: bool = False) -> int:
     from streams.agent import structured_logs as logs
 
@@ -223,6 +373,7 @@ def run_demo(*, pause: float = 0.0, keep: bool = False) -> int:
     began = time.monotonic()
     try:
         asyncio.run(_demo(console, db, pause))
+        asyncio.run(_launch_demo(console, tmp, pause))
     finally:
         if keep:
             console.print(f"[dim]log kept: sqlite:///{db}  (try: quotaflow watch --no-follow --broker sqlite:///{db})[/dim]")

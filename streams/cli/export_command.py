@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write the input log as JSON Lines, one line per record, every record exactly (see
         CONTRACT.md, "Events files"): `quotaflow replay FILE` decides it as the agent did."""
+        from streams.cli.progress import Progress, watched
         from streams.log import Topics, open_log
         from streams.log.event_files import export_line
         from streams.settings import Settings
@@ -33,14 +34,17 @@ def register(app: typer.Typer) -> None:
             written = 0
             try:
                 end = await log.end_offset(topics.input)
-                async with await log.reader(topics.input, 0) as reader:
-                    while reader.position < end:
-                        records = await reader.read(limit=5000, timeout=1.0)
-                        for r in records:
-                            if r.offset != written:
-                                raise fail("export", f"the input log has a gap at offset {written}", 1)
-                            out.write(export_line(r.value) + b"\n")
-                            written += 1
+                shown = watched(sys.stderr, output=None if output else sys.stdout)
+                with Progress("export", end, enabled=shown) as progress:
+                    async with await log.reader(topics.input, 0) as reader:
+                        while reader.position < end:
+                            records = await reader.read(limit=5000, timeout=1.0)
+                            for r in records:
+                                if r.offset != written:
+                                    raise fail("export", f"the input log has a gap at offset {written}", 1)
+                                out.write(export_line(r.value) + b"\n")
+                                written += 1
+                            progress.advance(len(records))
             finally:
                 if output:
                     out.close()

@@ -1,15 +1,20 @@
 """`quotaflow list ...`, kueuectl's `list`: one row per object from the projection, with the
-columns kueuectl prints (less AGE and the job columns, which the log does not know)."""
+columns kueuectl prints, less the job columns (the log does not know a workload's job) and the
+queues' and flavors' AGE (the projection keeps no time for configuration objects). A workload's
+AGE is this machine's clock less its creationTimestamp (the submission event's time when it has
+none), computed here: the views and the engine keep times from the log only."""
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
 import typer
 
+from domain.objects import STOP_NONE
 from streams.cli.common import broker_option, fail, require_existing_log, run
 
 list_app = typer.Typer(help="List Kueue objects as the logs have them (as kueuectl list).", no_args_is_help=True)
@@ -102,7 +107,7 @@ def list_cluster_queues(broker: str = broker_option(), output: Output = _output(
             "PENDING WORKLOADS": o["status"]["pendingWorkloads"],
             "ADMITTED WORKLOADS": o["status"]["admittedWorkloads"],
             "ACTIVE": _active(o),
-            "STOP POLICY": (o.get("spec") or {}).get("stopPolicy") or "None",
+            "STOP POLICY": (o.get("spec") or {}).get("stopPolicy") or STOP_NONE,
         }
         for o in objects
     ]
@@ -156,10 +161,14 @@ def list_workloads(
     broker: str = broker_option(),
     output: Output = _output(),
 ) -> None:
-    """Workloads: NAMESPACE, NAME, LOCALQUEUE, CLUSTERQUEUE, STATUS, POSITION IN QUEUE."""
+    """Workloads: NAMESPACE, NAME, LOCALQUEUE, CLUSTERQUEUE, STATUS, POSITION IN QUEUE, AGE."""
+    from domain.timestamps import format_time
+    from streams.cli.render import human_duration
+
     if admitted and pending:
         raise fail("list", "--admitted and --pending exclude each other", 2)
     proj = _projection(broker)
+    now_us = time.time_ns() // 1000
     keep = _namespaces(namespace, all_namespaces)
     positions: dict[str, int] = {}
     for cq in proj.cluster_queues.values():
@@ -180,11 +189,14 @@ def list_workloads(
             "CLUSTERQUEUE": wv.cluster_queue or (lq.cluster_queue if (lq := proj.local_queues.get(wv.lq)) else ""),
             "STATUS": status,
             "POSITION IN QUEUE": positions.get(key, ""),
+            "AGE": human_duration((now_us - wv.created_us) / 1e6),
             "PRIORITY": wv.priority,
         }
         rows.append(row)
-        objects.append({k.lower().replace(" ", "_"): v for k, v in row.items()})
-    _print(rows, objects, ["NAMESPACE", "NAME", "LOCALQUEUE", "CLUSTERQUEUE", "STATUS", "POSITION IN QUEUE"], ["PRIORITY"], output)
+        objects.append({**{k.lower().replace(" ", "_"): v for k, v in row.items()},
+                        "creation_timestamp": format_time(wv.created_us)})
+    _print(rows, objects, ["NAMESPACE", "NAME", "LOCALQUEUE", "CLUSTERQUEUE", "STATUS", "POSITION IN QUEUE", "AGE"],
+           ["PRIORITY"], output)
 
 
 @list_app.command("resourceflavors")

@@ -17,7 +17,7 @@ import typer
 from streams import settings as defaults
 from streams.cli.common import broker_option, fail, require_existing_log, run
 from streams.cli.publishing import publish, publish_by_name
-from streams.cli.refs import NAMESPACE_HELP, split_ref
+from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, split_ref, workload_ref
 from streams.cli.waiting import timeout_option, wait_option
 from streams.log.envelope import CLI_SOURCE
 
@@ -33,9 +33,15 @@ def _files(command: str, path: str) -> list[Path]:
 
 
 def _documents(command: str, path: str) -> list[Any]:
+    return [doc for _, doc in _sourced_documents(command, path)]
+
+
+def _sourced_documents(command: str, path: str) -> list[tuple[str, Any]]:
+    """Every object in the file(s), with where it came from: `FILE#N` (N counts the file's
+    objects from 1)."""
     from streams.log.event_files import load_yaml_documents
 
-    out: list[Any] = []
+    out: list[tuple[str, Any]] = []
     sources: list[tuple[str, str]] = []
     try:
         if path == "-":
@@ -60,7 +66,7 @@ def _documents(command: str, path: str) -> list[Any]:
         for i, doc in enumerate(found):
             if not isinstance(doc, dict):
                 raise fail(command, f"{name}: document {i + 1} is not an object", 2)
-        out.extend(found)
+        out.extend((f"{name}#{i + 1}", doc) for i, doc in enumerate(found))
     if not out:
         raise fail(command, f"no objects in {'standard input' if path == '-' else path}", 2)
     return out
@@ -105,23 +111,45 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def submit(
-        file: str = typer.Option(..., "-f", "--filename", help="Kueue Workload objects as YAML or JSON (- for stdin)"),
+        file: str = typer.Option(..., "-f", "--filename", help="Kueue Workloads, or jobs of the kinds Kueue integrates, as YAML or JSON (multi-document; a directory: its *.yaml, *.yml, *.json; - for stdin)"),
         broker: str = broker_option(),
         wait: bool | None = wait_option(),
         timeout: float = timeout_option(),
+        dry_run: bool = typer.Option(False, "--dry-run", help="print the Workloads as YAML; publish nothing"),
     ) -> None:
-        """Submit workloads for admission."""
-        docs = _documents("submit", file)
-        for doc in docs:
-            if doc.get("kind", "Workload") != "Workload":
-                raise fail("submit", f"{_describe(doc)} is not a Workload (quotaflow apply -f for configuration)", 2)
+        """Submit workloads for admission: Kueue Workloads, or jobs (Job, JobSet, PyTorchJob, RayJob, Pod, ...)
+        turned into the Workload Kueue's integration builds for them."""
+        from streams.importers.kueue_jobs import convert_documents
 
-        events = [{"type": "WorkloadSubmitted", "workload": d} for d in docs]
-        publish("submit", broker, events, lambda e: f"{_workload_name(e['workload'])} submitted", wait=wait, timeout=timeout)
+        result = convert_documents(_sourced_documents("submit", file))
+        for refusal in result.refused:
+            typer.echo(f"quotaflow submit: {refusal}", err=True)
+        if result.refused:
+            total = len(result.refused) + len(result.converted)
+            raise fail("submit", f"nothing was submitted: {len(result.refused)} of {total} objects refused", 2)
+        for converted in result.converted:
+            if converted.note:
+                typer.echo(f"quotaflow submit: {converted.source}: {converted.ref}: {converted.note}", err=True)
+        owners = {id(w): c.ref for c in result.converted for w in c.workloads if c.ref.split("/", 1)[0] != "workload"}
+        if dry_run:
+            import yaml
+
+            typer.echo(yaml.safe_dump_all(result.workloads, sort_keys=False), nl=False)
+            return
+        if not result.workloads:
+            raise fail("submit", "no workloads to submit", 2)
+        events = [{"type": "WorkloadSubmitted", "workload": w} for w in result.workloads]
+        made_from = {id(e): owners.get(id(e["workload"])) for e in events}
+
+        def describe(event: dict[str, Any]) -> str:
+            owner = made_from.get(id(event))
+            return f"{_workload_name(event['workload'])} submitted" + (f" ({owner})" if owner else "")
+
+        publish("submit", broker, events, describe, wait=wait, timeout=timeout)
 
     @app.command()
     def finish(
-        workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload, as NS/NAME or NAME with -n"),
+        workload: str = typer.Argument(..., metavar="NS/NAME", help=WORKLOAD_REF_HELP),
         namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
         broker: str = broker_option(),
         wait: bool | None = wait_option(),
@@ -144,7 +172,9 @@ def register(app: typer.Typer) -> None:
 
         kind = canonical_kind(kind)
         ns: str | None
-        if "/" in name or kind in NAMESPACED_KINDS:
+        if kind == "Workload":
+            ns, name = workload_ref("delete", name, namespace, broker)
+        elif "/" in name or kind in NAMESPACED_KINDS:
             ns, name = split_ref("delete", name, namespace, default="default" if kind in NAMESPACED_KINDS else None)
         else:
             ns = namespace

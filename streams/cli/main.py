@@ -11,10 +11,12 @@ from domain.decisions import encode
 from domain.engine import Engine
 from streams.cli.export_command import register as register_export_command
 from streams.cli.import_commands import import_app
+from streams.cli.launch_command import register as register_launch_command
 from streams.cli.list_commands import register as register_list_commands
 from streams.cli.log_commands import register as register_log_commands
 from streams.cli.stop_commands import register as register_stop_commands
 from streams.cli.view_commands import register as register_view_commands
+from streams.cli.whatif_command import register as register_whatif_command
 from streams.cli.workload_commands import register as register_workload_commands
 from streams.log.event_files import EventFileError, read_events
 
@@ -22,7 +24,6 @@ app = typer.Typer(
     name="quotaflow",
     help="Kueue's quota and admission model as an event-sourced stream processor.",
     no_args_is_help=True,
-    add_completion=False,
 )
 app.add_typer(import_app, name="import")
 register_log_commands(app)
@@ -31,6 +32,8 @@ register_stop_commands(app)
 register_list_commands(app)
 register_view_commands(app)
 register_export_command(app)
+register_launch_command(app)
+register_whatif_command(app)
 
 
 def _version(value: bool) -> None:
@@ -56,13 +59,17 @@ def replay(
     events_file: Path = typer.Argument(..., help="Input events: .jsonl (one per line) or .yaml (one per document)"),
 ) -> None:
     """Fold EVENTS_FILE through the engine in-process and print the decisions as JSON Lines."""
+    from streams.cli.progress import Progress, watched
+
     engine = Engine()
     write = sys.stdout.buffer.write
     try:
-        for offset, event in enumerate(read_events(events_file)):
-            for decision in engine.apply(event, offset):
-                write(encode(decision))
-                write(b"\n")
+        with Progress("replay", unit="events", enabled=watched(sys.stderr, output=sys.stdout)) as progress:
+            for offset, event in enumerate(read_events(events_file)):
+                for decision in engine.apply(event, offset):
+                    write(encode(decision))
+                    write(b"\n")
+                progress.advance()
     except EventFileError as exc:
         typer.echo(f"quotaflow replay: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -70,7 +77,9 @@ def replay(
 
 
 def main() -> None:
-    app()
+    # The name completion scripts are generated for (and the completion environment variable,
+    # _QUOTAFLOW_COMPLETE, is named after), also under `python -m streams.cli`.
+    app(prog_name="quotaflow")
 
 
 if __name__ == "__main__":

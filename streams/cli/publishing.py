@@ -57,9 +57,10 @@ def publish(
 def publish_by_name(
     command: str, event_type: str, done: str, workload: str, namespace: str | None, broker: str, *, wait: bool | None, timeout: float
 ) -> None:
-    """Publish an event that names a workload only (`namespace`, `name`): finish, release."""
-    from streams.cli.refs import split_ref
+    """Publish an event that names a workload only (`namespace`, `name`): finish, release. The
+    workload may be named by its job (KIND/NAME, see streams/cli/refs.py)."""
+    from streams.cli.refs import workload_ref
 
-    ns, name = split_ref(command, workload, namespace)
+    ns, name = workload_ref(command, workload, namespace, broker)
     events = [{"type": event_type, "namespace": ns, "name": name}]
     publish(command, broker, events, lambda e: f"workload/{ns}/{name} {done}", wait=wait, timeout=timeout)

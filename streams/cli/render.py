@@ -403,3 +403,34 @@ def pending_table(summary: dict[str, Any]) -> Table:
         table.add_row(str(item["positionInClusterQueue"]), str(item["positionInLocalQueue"]), meta["namespace"], meta["name"],
                       item["localQueueName"], str(item["priority"]), meta.get("creationTimestamp", ""))
     return table
+
+
+def human_duration(seconds: float) -> str:
+    """An age as kubectl and kueuectl print it (k8s.io/apimachinery's duration.HumanDuration,
+    which kueuectl's list printers use for AGE): exact while short, coarser as it grows."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"  # a clock more than a second behind the event's time
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if hours < 24 * 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    if hours < 24 * 365 * 8:
+        return f"{years}y{days % 365}d" if days % 365 else f"{years}y"
+    return f"{years}y"

@@ -9,9 +9,10 @@ from typing import Any
 
 import typer
 
+from domain.objects import HOLD, HOLD_AND_DRAIN, STOP_NONE
 from streams.cli.common import broker_option, fail, run
 from streams.cli.publishing import publish
-from streams.cli.refs import NAMESPACE_HELP, split_ref
+from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, split_ref, workload_ref
 from streams.cli.waiting import timeout_option, wait_option
 from streams.log.envelope import CLI_SOURCE
 
@@ -47,7 +48,7 @@ def _reapply(
 
 
 def _update(command: str, broker: str, ref: str, namespace: str | None, change: dict[str, Any], what: str, wait: bool | None, timeout: float) -> None:
-    ns, name = split_ref(command, ref, namespace)
+    ns, name = workload_ref(command, ref, namespace, broker)
     obj = _latest(command, broker, "Workload", name, ns)
     obj.setdefault("spec", {}).update(change)
     publish(command, broker, [{"type": "WorkloadUpdated", "workload": obj}], lambda e: f"workload/{ns}/{name} {what}", wait=wait, timeout=timeout)
@@ -81,13 +82,13 @@ def _queue_commands(app: typer.Typer, command: str, policy: Callable[[bool], str
             app.command(alias, hidden=i > 0)(make())
 
 
-_queue_commands(stop_app, "stop", lambda keep: "Hold" if keep else "HoldAndDrain", keep_flag=True)
-_queue_commands(resume_app, "resume", lambda keep: "None", keep_flag=False)
+_queue_commands(stop_app, "stop", lambda keep: HOLD if keep else HOLD_AND_DRAIN, keep_flag=True)
+_queue_commands(resume_app, "resume", lambda keep: STOP_NONE, keep_flag=False)
 
 
 def _workload_commands(app: typer.Typer, command: str, active: bool) -> None:
     def cmd(
-        workload: str = typer.Argument(..., metavar="NS/NAME"),
+        workload: str = typer.Argument(..., metavar="NS/NAME", help=WORKLOAD_REF_HELP),
         namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
         broker: str = broker_option(),
         wait: bool | None = wait_option(),
@@ -106,7 +107,7 @@ _workload_commands(resume_app, "resume", active=True)
 
 @set_app.command("priority")
 def set_priority(
-    workload: str = typer.Argument(..., metavar="NS/NAME"),
+    workload: str = typer.Argument(..., metavar="NS/NAME", help=WORKLOAD_REF_HELP),
     priority: int = typer.Argument(..., metavar="N"),
     namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
     broker: str = broker_option(),

@@ -40,7 +40,12 @@ async def _open(broker: str) -> tuple[Any, Any]:
     return log, topics
 
 
-def _workload_key(command: str, workload: str) -> str:
+def _workload_key(command: str, workload: str, broker: str) -> str:
+    from streams.cli.refs import kind_ref, workload_ref
+
+    if kind_ref(workload) is not None:  # a job as KIND/NAME, or workload/NS/NAME
+        ns, name = workload_ref(command, workload, None, broker)
+        return f"{ns}/{name}"
     ns, sep, name = workload.partition("/")
     if not sep or not ns or not name:
         raise fail(command, f"expected NAMESPACE/NAME, got {workload!r}", 2)
@@ -149,7 +154,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def history(
-        workload: str = typer.Argument(..., metavar="NS/NAME"),
+        workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload as NS/NAME, or its job as KIND/NAME or KIND/NS/NAME (job/sample-job)"),
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
         json_out: bool = _json_flag(),
@@ -161,7 +166,7 @@ def register(app: typer.Typer) -> None:
         from projections.follower import rebuild
         from streams.cli.render import history_table, output_console
 
-        key = _workload_key("history", workload)
+        key = _workload_key("history", workload, broker)
 
         async def go() -> Any:
             log, topics = await _open(broker)
@@ -185,7 +190,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def explain(
-        workload: str = typer.Argument(..., metavar="NS/NAME"),
+        workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload as NS/NAME, or its job as KIND/NAME or KIND/NS/NAME (job/sample-job)"),
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
         json_out: bool = _json_flag(),
@@ -195,7 +200,7 @@ def register(app: typer.Typer) -> None:
         from projections.explain import explain as run_explain
         from streams.cli.render import explain_renderables, output_console
 
-        key = _workload_key("explain", workload)
+        key = _workload_key("explain", workload, broker)
 
         async def go() -> Any:
             log, topics = await _open(broker)
@@ -218,11 +223,18 @@ def register(app: typer.Typer) -> None:
     def audit(broker: str = broker_option()) -> None:
         """Replay the input log through a fresh engine; compare every recorded decision byte for byte."""
         from projections.audit import audit as run_audit
+        from streams.cli.progress import Progress
 
         async def go() -> Any:
             log, topics = await _open(broker)
             try:
-                return await run_audit(log, topics)
+                with Progress("audit", unit="events") as progress:
+
+                    def heard(events: int, of: int) -> None:
+                        progress.total = of
+                        progress.advance()
+
+                    return await run_audit(log, topics, progress=heard)
             finally:
                 await log.close()
 

@@ -9,7 +9,7 @@ import typer
 
 from streams.cli.common import broker_option
 from streams.cli.publishing import publish, publish_by_name
-from streams.cli.refs import NAMESPACE_HELP, split_ref
+from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, workload_ref
 from streams.cli.waiting import timeout_option, wait_option
 
 
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def release(
-        workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload, as NS/NAME or NAME with -n"),
+        workload: str = typer.Argument(..., metavar="NS/NAME", help=WORKLOAD_REF_HELP),
         namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
         broker: str = broker_option(),
         wait: bool | None = wait_option(),
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def check(
-        workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload, as NS/NAME or NAME with -n"),
+        workload: str = typer.Argument(..., metavar="NS/NAME", help=WORKLOAD_REF_HELP),
         check_name: str = typer.Argument(..., metavar="CHECK", help="the AdmissionCheck's name"),
         state: CheckState = typer.Argument(..., metavar="STATE", help="Pending, Ready, Retry or Rejected"),
         message: str | None = typer.Option(None, "--message", "-m", help="the controller's message"),
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         timeout: float = timeout_option(),
     ) -> None:
         """Report an admission check's state for a workload (AdmissionCheckStateChanged)."""
-        ns, name = split_ref("check", workload, namespace)
+        ns, name = workload_ref("check", workload, namespace, broker)
         event = {
             "type": "AdmissionCheckStateChanged",
             "namespace": ns,

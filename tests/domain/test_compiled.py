@@ -57,9 +57,9 @@ def _with_preemption(stream: list[dict[str, Any]], seed: int) -> list[dict[str, 
 
 @compiled_only
 def test_the_compiled_engine_decides_byte_for_byte_as_its_sources(tmp_path: Path) -> None:
-    from bench.kueue_perf import virtual
-    from bench.kueue_perf.config import load
-    from bench.kueue_perf.generator import generate
+    from devtools.kueue_perf import virtual
+    from devtools.kueue_perf.config import load
+    from devtools.kueue_perf.generator import generate
 
     encode = msgspec.json.encode
     logs: dict[str, list[Any]] = {f"random-{seed}": _with_preemption(random_stream(seed, events=600), seed)

@@ -35,7 +35,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import domain.scheduler
-from bench.kueue_perf import config, generator, virtual
+from devtools.kueue_perf import config, generator, virtual
 from domain.objects import NEVER
 from domain.preemption.classical import ClassicalPreemptor
 from domain.preemption.fit import fit_in_quota, fits, under_nominal, within_nominal

@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.selectors import LabelSelector, SelectorError
+from domain.selectors import (
+    LabelSelector,
+    SelectorError,
+    node_affinity_matches,
+    parse_node_selector_terms,
+)
 
 ALPHA = {"team": "a", "tier": "gold"}
 BETA = {"team": "b"}
@@ -208,3 +213,81 @@ def test_parse_ignores_order(raw: dict[str, Any], rng: Any) -> None:
         rng.shuffle(exprs)
         shuffled["matchExpressions"] = exprs
     assert LabelSelector.parse(shuffled) == LabelSelector.parse(raw)
+
+
+# --- required node affinity, as Kueue's flavor assigner matches it -----------------------------
+_FLAVOR = {"zone": "a", "gen": "5", "tier": "gold"}
+
+
+def _terms(*terms: list[dict[str, object]]) -> tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...]:
+    return parse_node_selector_terms([{"matchExpressions": list(t)} for t in terms])
+
+
+def _req(key: str, op: str, *values: str) -> dict[str, object]:
+    return {"key": key, "operator": op, "values": list(values)} if values else {"key": key, "operator": op}
+
+
+@pytest.mark.parametrize(
+    ("requirement", "matches"),
+    [
+        (_req("zone", "In", "a", "b"), True),
+        (_req("zone", "In", "b"), False),
+        (_req("zone", "NotIn", "b"), True),
+        (_req("zone", "NotIn", "a"), False),
+        (_req("zone", "Exists"), True),
+        (_req("zone", "DoesNotExist"), False),
+        (_req("gen", "Gt", "4"), True),
+        (_req("gen", "Gt", "5"), False),
+        (_req("gen", "Lt", "6"), True),
+        (_req("gen", "Lt", "-1"), False),
+        (_req("tier", "Gt", "1"), False),  # not an integer label: no match
+        # A key the flavor does not label is dropped, whatever the operator.
+        (_req("rack", "In", "r1"), True),
+        (_req("rack", "Exists"), True),
+    ],
+)
+def test_each_operator_against_a_flavors_labels(requirement: dict[str, object], matches: bool) -> None:
+    assert node_affinity_matches(_terms([requirement]), _FLAVOR) is matches
+
+
+def test_terms_are_ored_and_expressions_anded() -> None:
+    assert node_affinity_matches(_terms([_req("zone", "In", "b")], [_req("gen", "Gt", "4")]), _FLAVOR)
+    assert not node_affinity_matches(_terms([_req("zone", "In", "b")], [_req("gen", "Gt", "9")]), _FLAVOR)
+    assert not node_affinity_matches(_terms([_req("zone", "In", "a"), _req("gen", "Gt", "9")]), _FLAVOR)
+    assert node_affinity_matches(_terms([_req("zone", "In", "a"), _req("gen", "Gt", "4")]), _FLAVOR)
+
+
+def test_a_term_with_no_key_the_flavor_has_makes_the_affinity_match() -> None:
+    # Kueue's flavorSelector drops the whole affinity once one term is left empty.
+    terms = _terms([_req("zone", "In", "b")], [_req("rack", "In", "r1")])
+    assert node_affinity_matches(terms, _FLAVOR)
+    assert not node_affinity_matches(_terms([_req("zone", "In", "b")]), _FLAVOR)
+
+
+def test_match_fields_are_validated_then_dropped() -> None:
+    terms = parse_node_selector_terms([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}])
+    assert terms == ((),)
+    assert node_affinity_matches(terms, _FLAVOR)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ([], ": Required value: must have at least one node selector term"),
+        ([{"matchExpressions": [_req("zone", "In")]}],
+         "[0].matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+        ([{"matchExpressions": [_req("zone", "Exists", "a")]}],
+         "[0].matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+        ([{"matchExpressions": [_req("gen", "Gt", "1", "2")]}],
+         "[0].matchExpressions[0].values: Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"),
+        ([{"matchExpressions": [_req("gen", "Lt", "x")]}],
+         "[0].matchExpressions[0].values[0]: for 'Gt', 'Lt' operators, the value must be an integer"),
+        ([{"matchExpressions": [_req("gen", "Like", "x")]}],
+         '[0].matchExpressions[0].operator: Unsupported value: "Like": supported values: "DoesNotExist", "Exists", '
+         '"Gt", "In", "Lt", "NotIn"'),
+    ],
+)
+def test_node_selector_terms_are_validated_as_kubernetes_validates_a_pod(raw: object, message: str) -> None:
+    with pytest.raises(SelectorError) as info:
+        parse_node_selector_terms(raw)
+    assert str(info.value) == message

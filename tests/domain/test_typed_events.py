@@ -41,6 +41,8 @@ SETUP: list[dict[str, Any]] = [
     },
     {"type": "ConfigApplied", "object": {"kind": "LocalQueue", "metadata": {"namespace": "ns", "name": "lq"},
                                          "spec": {"clusterQueue": "cq"}}},
+    {"type": "ConfigApplied", "object": {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                         "metadata": {"name": "high"}, "value": 1000}},
 ]
 
 
@@ -101,6 +103,14 @@ def submitted(wl: object, **extra: Any) -> bytes:
 def test_the_fast_path_reads_the_common_events() -> None:
     """Not a test of equality alone: the common events must actually take the typed path."""
     assert isinstance(typed_decoding.decode(submitted(workload())), typed_events.Submitted)
+    # A whole Workload as the API server returns it still takes the typed path.
+    full = {**workload(), "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "status": {}}
+    full["metadata"] = {**full["metadata"], "resourceVersion": "1", "finalizers": ["f"], "annotations": {"a": "b"}}
+    decoded = typed_decoding.decode(submitted(full))
+    assert isinstance(decoded, typed_events.Submitted)
+    assert typed_decoding.workload_spec(decoded.workload).name == "w"
+    # An unknown field does not: the general path refuses it.
+    assert typed_decoding.decode(submitted({**workload(), "frobnicate": True})) is None
     finished = json.dumps({"type": "WorkloadFinished", "namespace": "ns", "name": "w"}).encode()
     assert isinstance(typed_decoding.decode(finished), typed_events.Finished)
     assert typed_decoding.decode(json.dumps(SETUP[0]).encode()) is None
@@ -155,6 +165,43 @@ EDGE_CASES: list[bytes] = [
     submitted(workload(podSets=[{"name": "main", "template": {"spec": {"containers": [
         {"name": "c", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]}}}])),
     submitted(workload("w", "100")),
+    # Strict decoding: versions, unknown fields, fields of the other version, fields not supported.
+    submitted({**workload(), "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload"}),
+    submitted({**workload(), "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "status": {"conditions": []}}),
+    submitted({**workload(), "apiVersion": "kueue.x-k8s.io/v1alpha1"}),
+    submitted({**workload(), "frobnicate": True}),
+    submitted({**workload(), "metadata": {"name": "x", "namespace": "ns", "lables": {}}}),
+    submitted({**workload(), "metadata": {"name": "x", "namespace": "ns", "resourceVersion": "5",
+                                          "ownerReferences": [{"kind": "Job", "name": "x"}], "finalizers": ["f"]}}),
+    submitted(workload(frobnicate=1)),
+    submitted({**workload(priorityClassName="high"), "apiVersion": "kueue.x-k8s.io/v1beta2"}),
+    submitted({**workload(priorityClassRef={"name": "high"}), "apiVersion": "kueue.x-k8s.io/v1beta1"}),
+    submitted(workload(priorityClassName="high", priorityClassSource="kueue.x-k8s.io/workloadpriorityclass")),
+    submitted(workload(priorityClassName="high", priorityClassSource="scheduling.k8s.io/priorityclass")),
+    submitted(workload(priorityClassName="system-node-critical", priorityClassSource="scheduling.k8s.io/priorityclass")),
+    submitted(workload(priorityClassName="high", priorityClassSource="elsewhere")),
+    submitted(workload(priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"})),
+    submitted(workload(priorityClassRef={"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "high"})),
+    submitted(workload(priorityClassRef={"group": "scheduling.k8s.io", "kind": "WorkloadPriorityClass", "name": "x"})),
+    submitted(workload(maximumExecutionTimeSeconds=60)),
+    submitted(workload(maximumExecutionTimeSeconds=None)),
+    submitted(workload(preemptionGates=[{"name": "g"}])),
+    submitted({**workload(), "metadata": {"name": "x", "namespace": "ns",
+                                          "labels": {"kueue.x-k8s.io/max-exec-time-seconds": "60"}}}),
+    submitted(workload(podSets=[{"name": "main", "count": 1, "requests": {"cpu": "1"}, "topologyRequest": {}}])),
+    submitted(workload(podSets=[{"name": "main", "count": 1, "requests": {"cpu": "1"}, "cuont": 1}])),
+    submitted(workload(podSets=[{"name": "main", "template": {"spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]}}]}}}])),
+    submitted(workload(podSets=[{"name": "main", "template": {"spec": {"priorityClassName": "missing", "containers": [
+        {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}])),
+    submitted(workload(podSets=[{"name": "main", "template": {"spec": {
+        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["1"]}]}]}}}}}}])),
+    submitted(workload(podSets=[{"name": "main", "template": {"spec": {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["one"]}]}]}}}}}}])),
     b'{"type":"WorkloadSubmitted","workload":' + json.dumps(workload()).encode() + b',"type":"WorkloadFinished"}',
     b'{"workload":' + json.dumps(workload()).encode() + b',"type":"WorkloadSubmitted"}',
     b'{"type":"WorkloadSubmitted","workload":{"metadata":{"name":"a","name":"b","namespace":"ns"},'
@@ -221,13 +268,17 @@ def test_edge_cases_include_both_paths_outcomes() -> None:
 
 _values = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.text(max_size=6),
-    st.sampled_from(["high", "lq", "ns", "2025-01-01T00:00:00Z", "Workload", "main"]),
+    st.sampled_from(["high", "lq", "ns", "2025-01-01T00:00:00Z", "Workload", "main", "kueue.x-k8s.io/v1beta1",
+                     "kueue.x-k8s.io/v1beta2", "scheduling.k8s.io/priorityclass", "kueue.x-k8s.io/workloadpriorityclass"]),
     st.lists(st.integers(0, 3), max_size=2), st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2),
 )
 _paths = st.sampled_from([
     ("kind",), ("metadata", "name"), ("metadata", "namespace"), ("metadata", "labels"), ("metadata", "uid"),
     ("metadata", "creationTimestamp"), ("spec", "queueName"), ("spec", "priority"), ("spec", "priorityClassName"),
     ("spec", "priorityClassRef"), ("spec", "active"), ("spec", "podSets"), ("metadata",), ("spec",),
+    ("apiVersion",), ("status",), ("frobnicate",), ("metadata", "ownerReferences"), ("metadata", "lables"),
+    ("spec", "priorityClassSource"), ("spec", "priorityClassRef", "group"), ("spec", "priorityClassRef", "kind"),
+    ("spec", "maximumExecutionTimeSeconds"), ("spec", "preemptionGates"), ("spec", "frobnicate"),
 ])
 
 

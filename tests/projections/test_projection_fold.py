@@ -245,7 +245,7 @@ def test_why_pending_reads_the_engine_without_changing_it() -> None:
 
 def test_memoized_parse_equals_parse_workload() -> None:
     """The fold parses accepted submissions once per template; the result is parse_workload's."""
-    from bench.engine_bench import generate, render
+    from devtools.cluster_stream import generate, render
 
     from domain.workload import parse_workload
     from projections.workload_decoding import parse_accepted, parse_accepted_json
@@ -339,3 +339,27 @@ def test_histogram_settles_as_if_bucketed_at_once() -> None:
         if n in (0, 4095, 4096, 7000):  # reading in between changes nothing
             assert (h.count, h.buckets, h.sum) == (n + 1, buckets, total)
     assert (h.count, h.buckets, h.sum) == (10_000, buckets, total)
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "priority/default_workload_priority_class_applies_to_workloads_without_one",
+        "priority/priority_class_source_reads_kubernetes_priority_classes",
+        "flavor_assignment/required_node_affinity_matches_flavor_node_labels",
+        "validation/strict_decoding_refuses_unknown_fields_naming_the_object",
+        "validation/topology_flavor_makes_cluster_queue_inactive_topology_not_found",
+    ],
+)
+def test_fold_matches_the_engine_on_priority_classes_defaulting_and_strict_decoding(scenario: str) -> None:
+    """Priorities from PriorityClasses and the default WorkloadPriorityClass, and refused objects,
+    are folded as the engine applies them (the same spec, priority and queue after every event)."""
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).parents[1] / "conformance" / "scenarios" / f"{scenario}.yaml"
+    events = [_encode(doc) for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+    proj, engine = fold_lockstep(events)
+    assert engine.state.workloads, "the scenario should leave workloads to compare"
+    assert set(proj.workloads) == set(engine.state.workloads)

@@ -1,0 +1,556 @@
+"""The what-if simulation: the engine fed event by event on a simulated clock.
+
+**The recorded world** (`record`) is the input log replayed as it is. Each event happens at its
+time (`source.py`); what a launcher did is read from it next to the decisions:
+
+- a *run* is a workload's `Admitted` decision up to the `WorkloadFinished` that ended it (the
+  workload held an admission when the finish came): its runtime is the time between them. A run
+  cut short by preemption or eviction restarts from zero when the workload is admitted again; a
+  workload never finished keeps running to the end of the log and beyond;
+- a *release* is a `WorkloadReleased` of an evicted workload: its delay is the time from the
+  eviction (the k-th of that workload) to it;
+- a *clean-up* is a `WorkloadDeleted` of a workload whose run had finished: its delay is the time
+  from the finish to it.
+
+Every other event (submissions, configuration, updates, finishes of workloads that held no
+admission, deletions of running or pending workloads, admission-check reports) is the outside
+world's, and happens at its recorded time in every world.
+
+**The changed world** (`simulate`) replays the outside world's events with the change applied
+(`changes.py`), and drops the recorded finishes, releases and clean-ups: they are synthesized
+from what the engine decides there. A workload admitted at t finishes at t + its runtime (unless
+it is preempted or evicted first, which cancels the finish); an eviction the engine does not
+release itself (`evictionRelease: Immediate`, a workload that only reserved quota) is released
+after the delay of the matching recorded release (the k-th eviction of that workload), or at
+once when the recorded world had no such eviction; a finished workload is cleaned up after its
+recorded delay.
+
+**Order and identity.** Events are ordered by (time, anchor, phase, sequence). A recorded event
+at input offset o anchors at o. A synthesized event that falls at exactly the time of the
+recorded event it stands for takes that event's place (its anchor, and inside a `Batch` its
+position among the batch's events): so with no change every event is where it was recorded, the
+engine is given the same input, and the decisions are the recorded ones byte for byte. Any other
+synthesized event sorts before the recorded events of its instant (phase 0, anchor -1), or, when
+it is due at the instant of the event that caused it, right after that event (its anchor, phase
+1). Sequence numbers (the order in which the simulation scheduled them) break the remaining ties,
+so a run is deterministic.
+
+**Ids and offsets of synthesized events.** A synthesized event that stands for a recorded one is
+that event, with its `id` (the recorded one is dropped, so the engine never sees the id twice);
+its `time` is rewritten when it moved. A release with no recorded counterpart gets the id
+`whatif/WorkloadReleased/<namespace>/<name>/<k>` (its k-th eviction). Offsets in the changed
+world are positions in its own input log, from 0, as `quotaflow replay` of that log (written by
+`--write-events`) would number them; `Sim.origins` maps each back to the recorded offset it
+comes from (-1 for synthesized events that stand for none).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.decisions import Admitted, Decision, Deleted, Evicted, Finished, Preempted, QuotaReleased, QuotaReserved
+from domain.engine import Engine
+from domain.timestamps import format_time
+from streams.whatif.changes import Change, ChangeError, Op, check_object, default_configuration, key_of_object
+from streams.whatif.changes import object_key as config_key
+from streams.whatif.measure import Measure
+from streams.whatif.source import Event, TimedRecord
+
+Pos = tuple[int, int]  # (recorded offset, index inside its Batch; -1 for a plain event)
+
+LIVE = ("pending", "reserved", "running", "evicted")
+
+
+def workload_of(value: dict[str, Any]) -> str | None:
+    t = value.get("type")
+    if t in ("WorkloadSubmitted", "WorkloadUpdated"):
+        wl = value.get("workload")
+        meta = wl.get("metadata") if isinstance(wl, dict) else None
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            ns = meta.get("namespace")
+            return f"{ns if isinstance(ns, str) else 'default'}/{meta['name']}"
+        return None
+    if t in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged"):
+        name = value.get("name")
+        ns = value.get("namespace", "default")
+        if isinstance(name, str) and isinstance(ns, str):
+            return f"{ns}/{name}"
+    return None
+
+
+@dataclass(slots=True)
+class Synth:
+    """A lifecycle event of the recorded world, to be re-synthesized in the changed one."""
+
+    pos: Pos
+    time: int  # when it happened in the recorded world
+    delay: int  # after its run's start (finish), its eviction (release) or its finish (clean-up)
+    event: Event  # as recorded (bytes for a plain record, the decoded dict inside a Batch)
+    value: dict[str, Any]
+
+
+@dataclass
+class Lifecycle:
+    """What the recorded world's launcher did, per incarnation (the position of the submission
+    that created it)."""
+
+    runs: dict[Pos, Synth] = field(default_factory=dict)  # the finish that ended its last run
+    releases: dict[tuple[Pos, int], Synth] = field(default_factory=dict)  # (incarnation, k-th eviction)
+    cleanups: dict[Pos, Synth] = field(default_factory=dict)
+    dropped: set[Pos] = field(default_factory=set)  # the positions of all of them
+
+    @property
+    def release_delay(self) -> int:
+        """For an eviction the recorded world did not have: the median recorded release delay
+        (0 when it released nothing). Never zero when the launcher took time: at zero delay a
+        victim that retakes the room its preemptor freed would churn without the clock moving."""
+        delays = sorted(s.delay for s in self.releases.values())
+        return delays[len(delays) // 2] if delays else 0
+
+
+class Tracker:
+    """Each workload's state as the decisions tell it, and its incarnation."""
+
+    __slots__ = ("state", "incarnation", "admitted_at", "evictions", "evicted_at", "finished_at")
+
+    def __init__(self) -> None:
+        self.state: dict[str, str] = {}
+        self.incarnation: dict[str, Pos] = {}
+        self.admitted_at: dict[str, int] = {}
+        self.evictions: dict[str, int] = {}
+        self.evicted_at: dict[str, int] = {}
+        self.finished_at: dict[str, int] = {}
+
+    def submitted(self, w: str, pos: Pos) -> None:
+        if self.state.get(w) not in LIVE:
+            self.incarnation[w] = pos
+            self.state[w] = "pending"
+            self.evictions[w] = 0
+
+    def decided(self, d: Decision, now: int) -> str | None:
+        """Update from one decision; returns what happened to the workload, if anything."""
+        w = d.workload
+        if w is None:
+            return None
+        kind = type(d)
+        if kind is Admitted:
+            self.state[w] = "running"
+            self.admitted_at[w] = now
+            return "admitted"
+        if kind is QuotaReserved:
+            self.state[w] = "reserved"
+            return None
+        if kind is Preempted or kind is Evicted:
+            if self.state.get(w) in ("running", "reserved"):
+                self.state[w] = "evicted"
+                self.evictions[w] = self.evictions.get(w, 0) + 1
+                self.evicted_at[w] = now
+                return "evicted"
+            return None
+        if kind is QuotaReleased:
+            if self.state.get(w) == "evicted":
+                self.state[w] = "pending"
+            return "released"
+        if kind is Finished or kind is Deleted:
+            self.state[w] = "done"
+            self.finished_at[w] = now
+            return "finished" if kind is Finished else "deleted"
+        return None  # Pending, Rejected, and decision types this version does not know
+
+
+def items_of(rec: TimedRecord) -> list[tuple[int, dict[str, Any]]]:
+    """(index in the Batch, inner event) of a record; a plain event is index -1."""
+    v = rec.value
+    if v is None:
+        return []
+    if v.get("type") == "Batch":
+        inner = v.get("events")
+        if isinstance(inner, list):
+            return [(i, e) for i, e in enumerate(inner) if isinstance(e, dict)]
+        return []
+    return [(-1, v)]
+
+
+@dataclass
+class Recorded:
+    lifecycle: Lifecycle
+    measure: Measure
+    events: int
+
+
+def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] = Engine,
+           decisions: dict[int, list[Decision]] | None = None) -> Recorded:
+    """Replay the recorded log as it is, measure it, and read its launcher's lifecycle. With
+    `decisions` (the decision log, by input offset: what the agent decided) nothing is replayed."""
+    engine = engine_factory() if decisions is None else None
+    tracker = Tracker()
+    life = Lifecycle()
+    measure = Measure()
+    seen_ids: set[str] = set()
+    for rec in records:
+        now = rec.time
+        for idx, item in items_of(rec):
+            eid = item.get("id")
+            if isinstance(eid, str):
+                if eid in seen_ids:
+                    continue  # a producer's retry: it changes nothing
+                seen_ids.add(eid)
+            t = item.get("type")
+            w = workload_of(item)
+            if w is None:
+                measure.item(item, now)
+                continue
+            pos = (rec.offset, idx)
+            state = tracker.state.get(w)
+            inc = tracker.incarnation.get(w)
+            if t == "WorkloadFinished" and state == "running" and inc is not None:
+                life.runs[inc] = Synth(pos, now, now - tracker.admitted_at[w], rec.event if idx < 0 else item, item)
+                life.dropped.add(pos)
+            elif t == "WorkloadReleased" and state == "evicted" and inc is not None:
+                k = tracker.evictions.get(w, 0)
+                life.releases[(inc, k)] = Synth(pos, now, now - tracker.evicted_at[w], rec.event if idx < 0 else item, item)
+                life.dropped.add(pos)
+            elif t == "WorkloadDeleted" and state == "done" and inc is not None and inc in life.runs \
+                    and inc not in life.cleanups and tracker.finished_at.get(w) == life.runs[inc].time:
+                life.cleanups[inc] = Synth(pos, now, now - tracker.finished_at[w], rec.event if idx < 0 else item, item)
+                life.dropped.add(pos)
+            elif t == "WorkloadSubmitted":
+                tracker.submitted(w, pos)
+            measure.item(item, now, w)
+        for d in engine.apply(rec.event, rec.offset) if engine is not None else decisions.get(rec.offset, ()):  # type: ignore[union-attr]
+            tracker.decided(d, now)
+            measure.decision(d, now)
+    measure.close(records[-1].time if records else 0)
+    return Recorded(life, measure, len(records))
+
+
+# -- the changed world ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Slot:
+    """One event of the changed world's outside stream: a recorded record with the change
+    applied and its lifecycle events taken out, or an event the change inserts."""
+
+    key: tuple[int, int, int]  # (time, anchor, phase)
+    rec: TimedRecord | None  # None: inserted by the change
+    items: list[tuple[int, dict[str, Any]]]  # what is left of it (index in its Batch, event)
+    unchanged: bool  # items are exactly the record's: give the engine its bytes
+    batch: bool
+    touched: bool = False  # the change replaced a configuration object in it
+
+
+def _index_at(records: list[TimedRecord], change: Change) -> int:
+    at = change.at
+    if at.offset is not None:
+        return next((i for i, r in enumerate(records) if r.offset >= at.offset), len(records))
+    if at.time is not None:
+        return next((i for i, r in enumerate(records) if r.time >= at.time), len(records))
+    return 0
+
+
+def _compose(ops: list[Op], base: dict[str, Any] | None) -> dict[str, Any] | None:
+    obj = base
+    for op in ops:
+        if op.action == "apply":
+            obj = op.obj
+        elif op.action == "delete":
+            obj = None
+        elif op.patch is not None:
+            if obj is None:
+                return None
+            obj = op.patch(obj)
+    return obj
+
+
+def rewrite(records: list[TimedRecord], change: Change, life: Lifecycle) -> list[Slot]:
+    """The changed world's outside stream (see changes.py for how a change meets the log).
+    Raises ChangeError for a change that cannot be applied to this log."""
+    by_key: dict[str, list[Op]] = {}
+    for op in change.ops:
+        by_key.setdefault(op.key, []).append(op)
+    start = _index_at(records, change)
+    exists: dict[str, dict[str, Any]] = {}  # recorded objects that exist at the change point
+    applied_later: set[str] = set()
+    for i, rec in enumerate(records):
+        for _, item in items_of(rec):
+            t = item.get("type")
+            if t == "ConfigApplied" and isinstance(item.get("object"), dict):
+                k = key_of_object(item["object"])
+                if i < start:
+                    exists[k] = item["object"]
+                else:
+                    applied_later.add(k)
+            elif t == "ConfigDeleted" and i < start:
+                exists.pop(config_key(str(item.get("kind")), str(item.get("name", "")), item.get("namespace")), None)
+    slots: list[Slot] = []
+    checked: dict[int, None] = {}
+
+    def changed(obj: dict[str, Any] | None, where: str) -> dict[str, Any] | None:
+        if obj is not None and id(obj) not in checked:
+            check_object(obj, f"change {change.name!r} ({where})")
+            checked[id(obj)] = None
+        return obj
+
+    inserted: list[dict[str, Any]] = []
+    for k, ops in by_key.items():
+        if k in exists:
+            obj = _compose(ops, exists[k])
+        elif k in applied_later:
+            continue  # replaced where the log applies it
+        else:
+            base = default_configuration() if k == "Configuration" else None
+            if base is None and any(op.action != "apply" for op in ops[:1]):
+                verb = "delete" if ops[0].action == "delete" else "change"
+                raise ChangeError(f"change {change.name!r}: cannot {verb} {k}: the log never applies it"
+                                  f"{' before ' + change.at.describe() if start else ''}")
+            obj = _compose(ops, base)
+        if obj is None:
+            op = ops[-1]
+            ev: dict[str, Any] = {"type": "ConfigDeleted", "kind": op.kind, "name": op.name}
+            if op.namespace:
+                ev["namespace"] = op.namespace
+            inserted.append(ev)
+        else:
+            inserted.append({"type": "ConfigApplied", "object": changed(obj, "at " + change.at.describe())})
+    t0 = records[start].time if start < len(records) else (records[-1].time if records else 0)
+    if change.at.time is not None:
+        t0 = max(change.at.time, records[start - 1].time if start > 0 else change.at.time)
+    anchor0 = records[start].offset if start < len(records) else (records[-1].offset + 1 if records else 0)
+    ins_slots = [Slot((t0, anchor0, -1), None, [(-1, {**ev, "time": format_time(t0)})], False, False) for ev in inserted]
+    for i, rec in enumerate(records):
+        if i == start:
+            slots.extend(ins_slots)
+        items = items_of(rec)
+        batch = rec.value is not None and rec.value.get("type") == "Batch"
+        kept: list[tuple[int, dict[str, Any]]] = []
+        same = True
+        touched = False
+        for idx, item in items:
+            if (rec.offset, idx) in life.dropped:
+                same = False
+                continue
+            if i >= start and by_key:
+                t = item.get("type")
+                if t == "ConfigApplied" and isinstance(item.get("object"), dict):
+                    k = key_of_object(item["object"])
+                    if k in by_key:
+                        obj = changed(_compose(by_key[k], item["object"]), f"offset {rec.offset}")
+                        same = False
+                        touched = True
+                        if obj is not None:
+                            kept.append((idx, {**item, "object": obj}))
+                        continue
+                elif t == "ConfigDeleted":
+                    k = config_key(str(item.get("kind")), str(item.get("name", "")), item.get("namespace"))
+                    if k in by_key and _compose(by_key[k], {}) is None:
+                        same = False
+                        continue
+            kept.append((idx, item))
+        if not items:  # not an object: the engine rejects it in every world
+            slots.append(Slot((rec.time, rec.offset, 0), rec, [], True, False))
+        elif kept or batch:
+            slots.append(Slot((rec.time, rec.offset, 0), rec, kept, same, batch, touched))
+    if start >= len(records):
+        slots.extend(ins_slots)
+    return slots
+
+
+@dataclass
+class Sim:
+    measure: Measure
+    events: int  # engine events applied
+    origins: list[int]  # recorded offset each changed-world event comes from (-1: none)
+    log: list[Event] | None = None  # the changed world's input log (write_events)
+    rejected_change: list[str] = field(default_factory=list)
+
+
+class Stalled(RuntimeError):
+    """The changed world does not settle: the simulation stops instead of running forever."""
+
+
+class _Pending:
+    __slots__ = ("key", "seq", "kind", "workload", "token", "event", "pos", "origin")
+
+    def __init__(self, key: tuple[int, int, int], seq: int, kind: str, workload: str, token: int, event: Event,
+                 pos: Pos | None, origin: int) -> None:
+        self.key = key
+        self.seq = seq
+        self.kind = kind
+        self.workload = workload
+        self.token = token
+        self.event = event
+        self.pos = pos
+        self.origin = origin
+
+    def __lt__(self, other: _Pending) -> bool:
+        return (self.key, self.seq) < (other.key, other.seq)
+
+
+def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, keep_log: bool = False,
+             engine_factory: Callable[[], Engine] = Engine, stall_limit: int = 10_000,
+             max_events: int | None = None) -> Sim:
+    life = recorded.lifecycle
+    slots = rewrite(records, change, life)
+    engine = engine_factory()
+    tracker = Tracker()
+    measure = Measure()
+    heap: list[_Pending] = []
+    seq = 0
+    tokens: dict[str, int] = {}  # a workload's current run; a scheduled event of an older one is void
+    released: dict[str, int] = {}  # releases synthesized per workload (ids of ones with no counterpart)
+    origins: list[int] = []
+    log: list[Event] | None = [] if keep_log else None
+    rejected_change: list[str] = []
+    seen_ids: set[str] = set()
+    offset = 0
+    cur: tuple[int, int, int] = (records[0].time if records else 0, -1, 0)
+    default_delay = life.release_delay
+    max_events = max_events if max_events is not None else 20 * len(records) + 100_000
+
+    def schedule(kind: str, w: str, when: int, info: Synth | None, event: Event) -> None:
+        nonlocal seq
+        if info is not None and when == info.time and (when, info.pos[0], 0) > cur:
+            key = (when, info.pos[0], 0)
+            ev = info.event
+            pos: Pos | None = info.pos
+        else:
+            key = (when, cur[1], 1) if when == cur[0] else (when, -1, 0)
+            ev = event
+            pos = None
+            if info is not None and when != info.time:
+                ev = {**info.value, "time": format_time(when)}
+        heapq.heappush(heap, _Pending(key, seq, kind, w, tokens.get(w, 0), ev, pos, info.pos[0] if info else -1))
+        seq += 1
+
+    def valid(p: _Pending) -> bool:
+        if tokens.get(p.workload, 0) != p.token:
+            return False
+        state = tracker.state.get(p.workload)
+        if p.kind == "finish":
+            return state == "running"
+        if p.kind == "release":
+            return state == "evicted"
+        return state == "done"  # clean-up
+
+    def apply(event: Event, items: list[tuple[int, dict[str, Any]]], now: int, origin: int, from_change: bool) -> None:
+        nonlocal offset
+        for idx, item in items:
+            eid = item.get("id")
+            if isinstance(eid, str):
+                if eid in seen_ids:
+                    continue
+                seen_ids.add(eid)
+            w = workload_of(item)
+            if w is not None and item.get("type") == "WorkloadSubmitted":
+                tracker.submitted(w, (origin, idx))
+            measure.item(item, now, w)
+        if log is not None:
+            log.append(event)
+        origins.append(origin)
+        evicted: list[str] = []
+        for d in engine.apply(event, offset):
+            what = tracker.decided(d, now)
+            measure.decision(d, now)
+            w = d.workload
+            if w is None:
+                if from_change and type(d).__name__ == "Rejected":
+                    rejected_change.append(getattr(d, "message", ""))
+                continue
+            if what == "admitted":
+                tokens[w] = tokens.get(w, 0) + 1
+                inc = tracker.incarnation.get(w)
+                run = life.runs.get(inc) if inc is not None else None
+                if run is not None:
+                    schedule("finish", w, now + run.delay, run, run.event)
+            elif what == "evicted":
+                tokens[w] = tokens.get(w, 0) + 1
+                evicted.append(w)
+            elif what == "finished":
+                inc = tracker.incarnation.get(w)
+                clean = life.cleanups.get(inc) if inc is not None else None
+                if clean is not None:
+                    tokens[w] = tokens.get(w, 0) + 1
+                    schedule("cleanup", w, now + clean.delay, clean, clean.event)
+        for w in evicted:
+            if tracker.state.get(w) != "evicted":
+                continue  # released in the same event (Immediate, or a reservation only)
+            inc = tracker.incarnation.get(w)
+            k = tracker.evictions.get(w, 0)
+            info = life.releases.get((inc, k)) if inc is not None else None
+            n = released[w] = released.get(w, 0) + 1
+            ns, _, name = w.partition("/")
+            fresh = {"type": "WorkloadReleased", "namespace": ns, "name": name, "time": format_time(now),
+                     "id": f"whatif/WorkloadReleased/{ns}/{name}/{n}"}
+            schedule("release", w, now + (info.delay if info is not None else default_delay), info, fresh)
+        offset += 1
+
+    i = 0
+    same_instant = 0
+    last_time = None
+    while True:
+        while heap and not valid(heap[0]):
+            heapq.heappop(heap)
+        slot = slots[i] if i < len(slots) else None
+        if slot is None and not heap:
+            break
+        if slot is not None and (not heap or slot.key <= heap[0].key):
+            cur = slot.key
+            now = slot.key[0]
+            items = list(slot.items)
+            merged = False
+            while heap and heap[0].key == slot.key:
+                p = heapq.heappop(heap)
+                if valid(p) and p.pos is not None and slot.batch:
+                    items.append((p.pos[1], p.event if isinstance(p.event, dict) else {}))
+                    merged = True
+                elif valid(p):
+                    heapq.heappush(heap, p)  # cannot merge (not a Batch): after the slot
+                    break
+            i += 1
+            same_instant = 0  # the outside world moved on: not a stall
+            rec = slot.rec
+            if rec is None:
+                event: Event = items[0][1]
+                apply(event, items, now, -1, True)
+                continue
+            if merged:
+                items.sort(key=lambda x: x[0])
+            if slot.batch:
+                full = items_of(rec)
+                if len(items) == len(full) and all(a[1] is b[1] for a, b in zip(items, full, strict=True)):
+                    event = rec.event
+                elif not items:
+                    continue  # a Batch whose every event moved
+                else:
+                    assert rec.value is not None
+                    event = {**rec.value, "events": [e for _, e in items]}
+            else:
+                event = rec.event if slot.unchanged else items[0][1]
+            apply(event, items, now, rec.offset, slot.touched)
+        else:
+            p = heapq.heappop(heap)
+            cur = p.key
+            now = p.key[0]
+            if now == last_time:
+                same_instant += 1
+                if same_instant > stall_limit:
+                    raise Stalled(f"{stall_limit} events at {format_time(now)} without the clock moving: workloads keep "
+                                  "preempting each other at one instant in the changed world")
+            else:
+                last_time, same_instant = now, 0
+            if offset > max_events:
+                raise Stalled(f"the changed world ran {offset} events ({len(records)} recorded): workloads keep "
+                              f"preempting each other (last at {format_time(now)}); try the feature gate "
+                              "PrioritizePreemptorWorkloads (configuration.featureGates.PrioritizePreemptorWorkloads=true)")
+            value = p.event if isinstance(p.event, dict) else None
+            if value is None:
+                from streams.whatif.source import decoded
+
+                value = decoded(p.event) or {}
+            apply(p.event, [(-1, value)], now, p.origin, False)
+    measure.close(max(cur[0], records[-1].time if records else 0))
+    return Sim(measure, offset, origins, log, rejected_change)

@@ -1,0 +1,165 @@
+"""The recorded input log as timed records: the order the engine saw and the time of each event.
+
+A record's time is its `time` field (RFC 3339); a record without one, or with one that cannot be
+read, takes the time of the record before it, and a time earlier than the previous record's is
+raised to it, so that simulated time never runs backwards (producers' clocks may disagree).
+Records keep their bytes: an unchanged record reaches the engine as the bytes it was recorded
+as, so the world without a change is the recorded one, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from domain.engine import Unparseable
+from domain.timestamps import TimestampError, parse_time
+
+Event = bytes | dict[str, Any] | Unparseable
+
+
+class SourceError(Exception):
+    """The log cannot be read at all (one clear message; nothing was simulated)."""
+
+
+@dataclass(slots=True)
+class TimedRecord:
+    offset: int  # in the recorded input log
+    time: int  # microseconds since the epoch (monotonic over the log)
+    event: Event  # as recorded: what the engine is given when nothing about it changes
+    value: dict[str, Any] | None  # the decoded object, when the record is one
+
+
+_decode = msgspec.json.decode
+
+
+def event_time(value: dict[str, Any] | None) -> int | None:
+    if value is None:
+        return None
+    t = value.get("time")
+    if t is None and value.get("type") == "Batch":
+        inner = value.get("events")
+        if isinstance(inner, list):
+            t = next((e.get("time") for e in inner if isinstance(e, dict) and e.get("time") is not None), None)
+    if t is None:
+        return None
+    try:
+        return parse_time(t)
+    except TimestampError:
+        return None
+
+
+def decoded(event: Event) -> dict[str, Any] | None:
+    if isinstance(event, dict):
+        return event
+    if isinstance(event, bytes):
+        try:
+            value = _decode(event)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return None
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def timed(events: Iterable[Event]) -> list[TimedRecord]:
+    out: list[TimedRecord] = []
+    now: int | None = None
+    pending: list[TimedRecord] = []  # records before the first time: they take that time
+    for offset, event in enumerate(events):
+        value = decoded(event)
+        t = event_time(value)
+        if t is not None and (now is None or t > now):
+            now = t
+        rec = TimedRecord(offset, now if now is not None else 0, event, value)
+        if now is None:
+            pending.append(rec)
+        out.append(rec)
+        if now is not None and pending:
+            for p in pending:
+                p.time = now
+            pending = []
+    return out
+
+
+def read_file(path: str | Path) -> list[TimedRecord]:
+    from streams.log.event_files import EventFileError, read_events
+
+    p = Path(path)
+    if not p.is_file():
+        raise SourceError(f"cannot read {p}: no such file")
+    try:
+        return timed(read_events(p))
+    except EventFileError as exc:
+        raise SourceError(str(exc)) from None
+
+
+async def read_log(url: str) -> list[TimedRecord]:
+    """The whole input log of a broker URL (SQLite or Kafka). A null record folds as empty
+    bytes, as the agent folds it."""
+    from streams.log import LogError, Topics, open_log
+    from streams.settings import Settings
+
+    settings = Settings.from_env()
+    if url.startswith("sqlite://"):
+        from streams.log import BrokerUrl
+
+        try:
+            location = BrokerUrl.parse(url, settings).location
+        except LogError as exc:
+            raise SourceError(str(exc)) from None
+        if not Path(location).is_file():
+            raise SourceError(f"no log at {url}: {location} does not exist")
+    try:
+        log = open_log(url, settings)
+        await log.start()
+        try:
+            records = await log.read_all(Topics.from_settings(settings).input)
+        finally:
+            await log.close()
+    except LogError as exc:
+        raise SourceError(f"cannot read the log at {url}: {exc}") from None
+    except Exception as exc:  # a corrupt SQLite file, an unreachable broker
+        raise SourceError(f"cannot read the log at {url}: {type(exc).__name__}: {exc}") from None
+    return timed(r.value or b"" for r in records)
+
+
+async def read_decisions(url: str, n_inputs: int) -> dict[int, list[Any]] | None:
+    """The decision log by input position, when it covers the whole input log; else None (an
+    agent still behind, or a log without decisions: the recorded world is then replayed).
+
+    Decisions of a type this version does not know are skipped: what-if reads only the shapes
+    CONTRACT.md documents. Positions, not offsets: on Kafka, transaction markers take offsets."""
+    from domain.decisions import decode
+    from streams.log import Topics, open_log
+    from streams.settings import Settings
+
+    settings = Settings.from_env()
+    topics = Topics.from_settings(settings)
+    log = open_log(url, settings)
+    await log.start()
+    try:
+        inputs = [r.offset for r in await log.read_all(topics.input)]
+        if len(inputs) != n_inputs or not inputs:
+            return None
+        position = {off: i for i, off in enumerate(inputs)}
+        out: dict[int, list[Any]] = {}
+        last = -1
+        for r in await log.read_all(topics.decisions):
+            try:
+                d = decode(r.value or b"")
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            i = position.get(d.cause.offset)
+            if i is None:
+                return None
+            out.setdefault(i, []).append(d)
+            last = max(last, i)
+    finally:
+        await log.close()
+    # Complete when the agent decided the last input event; one that decides nothing (a valid
+    # configuration change) cannot show it, so the recorded world is then replayed.
+    return out if last == n_inputs - 1 else None
