@@ -72,8 +72,28 @@ class Deleted(Decision, tag="Deleted", frozen=True, kw_only=True):
 
 
 class Rejected(Decision, tag="Rejected", frozen=True, kw_only=True):
+    """The event changed nothing. `kind`, `name` and `namespace` say what it named, where it
+    named it validly (a Workload, or the config object); `batchIndex` which inner event of its
+    Batch it was."""
+
     reason: str
     message: str
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    batchIndex: int | None = None
+
+
+class Applied(Decision, tag="Applied", frozen=True, kw_only=True):
+    """A configuration event took effect: the object `kind`/`name` (in `namespace` for a
+    namespaced kind; no name for the Configuration) was `created`, `updated` or `deleted`.
+    `batchIndex`: which inner event of its Batch it was."""
+
+    kind: str
+    name: str | None = None
+    namespace: str | None = None
+    action: str
+    batchIndex: int | None = None
 
 
 class InternalError(Decision, tag="InternalError", frozen=True, kw_only=True):
@@ -106,6 +126,7 @@ AnyDecision = (
     | Finished
     | Deleted
     | Rejected
+    | Applied
     | InternalError
 )
 

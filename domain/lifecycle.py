@@ -10,7 +10,7 @@ from __future__ import annotations
 from domain import local_queue_usage, reasons
 from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased, QuotaReserved
 from domain.emitter import Emitter
-from domain.objects import IMMEDIATE, NEVER
+from domain.objects import IMMEDIATE, NEVER, STOP_NONE
 from domain.preemption.policy import never_preempts
 from domain.queues import PendingQueue, Status
 from domain.quota import FR, QuotaNode
@@ -80,7 +80,7 @@ def route(state: State, out: Emitter, ws: WorkloadState) -> None:
         park(state, ws, f"lq:{spec.namespace}/{spec.queue_name}")
         set_pending(state, out, ws, (reasons.MISCONFIGURED, reasons.MSG_LQ_MISSING.format(lq=spec.queue_name)))
         return
-    if lq.stop_policy != "None":
+    if lq.stop_policy != STOP_NONE:
         park(state, ws, f"lq:{spec.namespace}/{spec.queue_name}")
         set_pending(state, out, ws, (reasons.SUSPENDED, reasons.MSG_LQ_INACTIVE.format(lq=spec.queue_name)))
         return

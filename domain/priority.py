@@ -88,9 +88,16 @@ def global_default(pod_classes: Mapping[str, PodPriorityClass]) -> PodPriorityCl
 
 
 def apply_pod_priority_class(classes: dict[str, PodPriorityClass], pc: PodPriorityClass) -> None:
-    """Create or replace a PriorityClass as Kubernetes' API server allows: its value cannot change
-    (ValidatePriorityClassUpdate), and only one may be the global default (the Priority
-    admission plugin). Refuses before changing anything."""
+    """Create or replace a PriorityClass as Kubernetes' API server allows (`check_pod_priority_class`).
+    Refuses before changing anything."""
+    check_pod_priority_class(classes, pc)
+    classes[pc.name] = pc
+
+
+def check_pod_priority_class(classes: Mapping[str, PodPriorityClass], pc: PodPriorityClass) -> None:
+    """Raise `InvalidInput` where Kubernetes' API server refuses the PriorityClass: its value cannot
+    change (ValidatePriorityClassUpdate), and only one may be the global default (the Priority
+    admission plugin)."""
     old = classes.get(pc.name)
     if old is not None and old.value != pc.value:
         raise InvalidInput(
@@ -104,12 +111,12 @@ def apply_pod_priority_class(classes: dict[str, PodPriorityClass], pc: PodPriori
                     f'PriorityClass "{pc.name}": Forbidden: PriorityClass {other.name} is already marked as '
                     "default. Only one default can exist",
                 )
-    classes[pc.name] = pc
 
 
 __all__ = [
     "DEFAULT_WORKLOAD_PRIORITY_CLASS",
     "apply_pod_priority_class",
+    "check_pod_priority_class",
     "defaulted",
     "global_default",
     "priority_of",

@@ -24,6 +24,7 @@ from domain.flavor_assigner import (
     RECLAIM,
     FlavorAssigner,
 )
+from domain.objects import STOP_NONE
 from domain.quantity import format_amount
 from domain.state import State
 from projections import views
@@ -81,7 +82,7 @@ def why_pending(state: State, key: str) -> dict[str, Any] | None:
         lq = state.local_queues.get((ws.spec.namespace, ws.spec.queue_name))
         if lq is None:
             out["explanation"] = f"LocalQueue {ws.spec.namespace}/{ws.spec.queue_name} does not exist"
-        elif lq.stop_policy != "None":
+        elif lq.stop_policy != STOP_NONE:
             out["explanation"] = f"LocalQueue {ws.spec.namespace}/{ws.spec.queue_name} is stopped ({lq.stop_policy})"
         else:
             out["explanation"] = f"ClusterQueue {lq.cluster_queue} does not exist (or is being deleted)"

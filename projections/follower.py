@@ -3,8 +3,9 @@
 The two logs are read with `streams.log.interface` readers (Kafka or SQLite alike) and merged by the
 decisions' `cause.offset`. The one question a merge must answer is when input event N is
 *decided*, i.e. when every decision it caused has been read, so that N and its decisions can be
-folded together. Events that decide nothing (most configuration changes) leave no trace in the
-decision log, so the fold follows the agent's own progress rule (streams/agent/loop.py):
+folded together. Every event has a decision of its own (a configuration change its `Applied`)
+but a producer's retry, which has none, so the fold follows the agent's own progress rule
+(streams/agent/loop.py):
 
 - a decision caused by input offset C means every input event before C is decided (the agent
   processes the input log in order and commits each event's decisions atomically);

@@ -73,16 +73,30 @@ class Deleted(FoldDecision, tag="Deleted", kw_only=True, gc=False):
 class Rejected(FoldDecision, tag="Rejected", kw_only=True, gc=False):
     reason: str
     message: str
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    batchIndex: int | None = None
+
+
+class Applied(FoldDecision, tag="Applied", kw_only=True, gc=False):
+    kind: str
+    name: str | None = None
+    namespace: str | None = None
+    action: str
+    batchIndex: int | None = None
 
 
 AnyFoldDecision = (
-    Admitted | QuotaReserved | Pending | Preempted | Evicted | QuotaReleased | Finished | Deleted | Rejected
+    Admitted | QuotaReserved | Pending | Preempted | Evicted | QuotaReleased | Finished | Deleted | Rejected | Applied
 )
 
 # The name a decision is counted under (`Counters.decisions`); None: a record this version cannot decode.
 KIND_NAMES: dict[type, str] = {
     cls: cls.__name__
-    for cls in (Admitted, QuotaReserved, Pending, Preempted, Evicted, QuotaReleased, Finished, Deleted, Rejected)
+    for cls in (
+        Admitted, QuotaReserved, Pending, Preempted, Evicted, QuotaReleased, Finished, Deleted, Rejected, Applied
+    )
 }
 KIND_NAMES[type(None)] = "Unknown"
 

@@ -23,6 +23,7 @@ from rich.text import Text
 from domain.decisions import (
     Admitted,
     AnyDecision,
+    Applied,
     Deleted,
     Evicted,
     Finished,
@@ -56,6 +57,7 @@ STYLES = {
     "Finished": "dim green",
     "Deleted": "dim",
     "Rejected": "bold red",
+    "Applied": "cyan",
 }
 
 
@@ -77,6 +79,9 @@ def describe(decision: AnyDecision) -> str:
         return f"{decision.reason}: {decision.message}"
     if isinstance(decision, QuotaReleased):
         return f"quota back to {decision.clusterQueue}"
+    if isinstance(decision, Applied):
+        where = f"{decision.namespace}/" if decision.namespace else ""
+        return f"{decision.kind} {where}{decision.name or ''} {decision.action}".replace("  ", " ")
     return ""
 
 

@@ -4,8 +4,10 @@ print their decisions and turn them into an exit code.
 When an input event is decided follows the agent's progress rule, the one projections/follower.py
 applies: a decision caused by offset C means every event before C is decided; once the reader has
 read everything committed, the last cause read is decided too; and so is every offset a snapshot
-covers. Events that decide nothing (a valid configuration change) are therefore known to be
-decided only when something later is decided or a snapshot covers them.
+covers. Every event is decided by at least one decision of its own (CONTRACT.md), a valid
+configuration change by `Applied`; an agent that predates `Applied` decides such a change only
+when it rejects it, so with one the change is known to be decided only when something later is
+decided or a snapshot covers it.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ EXIT_REJECTED = 1
 EXIT_TIMEOUT = 3
 
 DEFAULT_TIMEOUT_S = 30.0
-# A valid configuration change decides nothing, so once the agent is seen caught up to just before
-# it, waiting longer only waits for a rejection that is not coming.
+# An agent that predates `Applied` decides a valid configuration change nothing, so once it is seen
+# caught up to just before it, waiting longer only waits for a rejection that is not coming.
 CONFIG_GRACE_S = 3.0
 
 
@@ -141,7 +143,8 @@ def report(command: str, outcome: Outcome, timeout: float, config: bool = False)
         return EXIT_REJECTED
     if not outcome.decided and config and outcome.agent_caught_up:
         console.print(
-            "no rejection from the agent (configuration changes produce a decision only when rejected)",
+            "no rejection from the agent (this agent predates the Applied decision: it decides a "
+            "configuration change only when it rejects it)",
             markup=False,
         )
         return 0
@@ -149,7 +152,8 @@ def report(command: str, outcome: Outcome, timeout: float, config: bool = False)
         which = ", ".join(map(str, outcome.offsets))
         typer.echo(
             f"quotaflow {command}: not known whether the agent accepted offset {which} within {timeout:g} s: "
-            "configuration changes produce a decision only when rejected, so acceptance shows only once the "
+            "this agent predates the Applied decision and decides a configuration change only when it rejects "
+            "it, so acceptance shows only once the "
             "agent decides a later event or writes a snapshot (is `quotaflow agent` running?)",
             err=True,
         )
@@ -163,5 +167,9 @@ def report(command: str, outcome: Outcome, timeout: float, config: bool = False)
         )
         return EXIT_TIMEOUT
     if config and not any(outcome.decisions.get(o) for o in outcome.offsets):
-        console.print("accepted by the agent (configuration changes produce a decision only when rejected)", markup=False)
+        console.print(
+            "accepted by the agent (this agent predates the Applied decision: it decides a configuration "
+            "change only when it rejects it)",
+            markup=False,
+        )
     return 0

@@ -57,8 +57,8 @@ def test_garbage_changes_nothing_for_the_valid_events(data: st.DataObject, strea
     assert not failures
     rejected = {d.cause.offset for d in mixed if isinstance(d, Rejected)}
     assert rejected >= raw, "a raw garbage record got no Rejected decision"
-    # A mutation can still be a valid event (a huge but well-formed quantity, say), and a valid
-    # configuration event has no decision of its own: then there is nothing to compare.
+    # A mutation can still be a valid event (a huge but well-formed quantity, say), decided
+    # otherwise than Rejected: then there is nothing to compare.
     garbage_decisions = [d for d in mixed if d.cause.offset in set(garbage)]
     if not rejected >= set(garbage) or not all(isinstance(d, Rejected) for d in garbage_decisions):
         event("a mutation was still a valid event: not compared")

@@ -290,9 +290,9 @@ def test_fold_reads_decisions_as_the_engine_decodes_them() -> None:
         rec = decode_decision(i, value)
         assert rec.decision is not None and type(rec.decision).__name__ == type(engine).__name__
         assert (rec.offset, rec.cause_offset, rec.cause_index, rec.value) == (i, engine.cause.offset, engine.cause.index, value)
-        mine = msgspec.json.decode(msgspec.json.encode(rec.decision))
+        # (the engine's encoding omits an optional field that is absent; the fold's shows null)
+        mine = {k: v for k, v in msgspec.json.decode(msgspec.json.encode(rec.decision)).items() if v is not None}
         theirs = msgspec.json.decode(msgspec.json.encode(engine))
-        theirs.setdefault("workload", None)  # (the engine's encoding omits it when absent)
         if isinstance(engine, (Admitted, QuotaReserved)):
             assert rec.usage == assignment_usage(engine.podSetAssignments)
             held += 1

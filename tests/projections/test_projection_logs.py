@@ -326,3 +326,64 @@ async def test_http_api_on_a_real_server_and_broker(kafka_log: KafkaLog, kafka_t
     finally:
         await server.stop()
         await stop_agent(agent, agent_task)
+
+
+async def config_change_shows_once_decided(log: EventLog, topics: Topics) -> None:
+    """A configuration-only change (no workload decision follows it, no snapshot covers it)
+    shows in `status` (a rebuild) and in `serve`'s JSON and /metrics as soon as the agent has
+    decided it: its `Applied` decision is what the views follow."""
+    await log.start()
+    await log.ensure_topics(topics.specs(), single_partition=[topics.input, topics.decisions])
+    first = scenario_borrowing()
+    offsets = await log.append(topics.input, messages(first))
+    # No snapshot while the test runs: only decisions can tell the views an event was decided.
+    agent, agent_task = await start_agent(log, topics, snapshot_every_events=10**9, snapshot_every_seconds=10**6)
+    server = ProjectionServer(log, topics)
+    late = msgspec.json.encode({"type": "ConfigApplied", "object": {
+        "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "late"},
+        "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": 3}]}]}]}}})
+    gone = msgspec.json.encode({"type": "ConfigDeleted", "kind": "ClusterQueue", "name": "late"})
+    try:
+        await agent.wait_processed(offsets[-1], timeout=60)
+        port = await server.start("127.0.0.1", 0)
+        await server.wait_for_offset(offsets[-1])
+        async with aiohttp.ClientSession() as http:
+
+            async def get(path: str) -> Any:
+                async with http.get(f"http://127.0.0.1:{port}{path}") as resp:
+                    assert resp.status == 200, (path, resp.status)
+                    return await resp.json() if resp.content_type == "application/json" else await resp.text()
+
+            async def served() -> tuple[list[str], bool]:
+                names = [c["metadata"]["name"] for c in (await get("/clusterqueues"))["items"]]
+                metrics = parse_metrics(await get("/metrics"))
+                return names, any(dict(labels).get("cluster_queue") == "late" for _, labels in metrics)
+
+            async def shown(offset: int) -> tuple[list[str], bool, list[str]]:
+                await agent.wait_processed(offset, timeout=60)
+                await server.wait_for_offset(offset, timeout=10)  # decided: no later event needed
+                status, _ = await rebuild(log, topics, history=False)
+                assert status.position == offset
+                return (*(await served()), sorted(status.cluster_queues))
+
+            names, metric, status = await shown((await log.append(topics.input, [event_message(late)]))[0])
+            assert "late" in names and metric and "late" in status
+            names, metric, status = await shown((await log.append(topics.input, [event_message(gone)]))[0])
+            assert "late" not in names and not metric and "late" not in status
+    finally:
+        await server.stop()
+        await stop_agent(agent, agent_task)
+
+
+async def test_config_change_shows_once_decided_sqlite(sqlite_log: tuple[EventLog, Topics]) -> None:
+    log, topics = sqlite_log
+    try:
+        await config_change_shows_once_decided(log, topics)
+    finally:
+        await log.close()
+
+
+@pytest.mark.kafka
+async def test_config_change_shows_once_decided_kafka(kafka_log: KafkaLog, kafka_topics: Topics) -> None:
+    await config_change_shows_once_decided(kafka_log, kafka_topics)

@@ -1,0 +1,341 @@
+"""The fold's decision handlers: who holds quota, who waits and why, and Kueue's counters.
+
+Everything here comes from the decisions alone: `Admitted` / `QuotaReserved` -> holds its
+`resourceUsage` in `clusterQueue`; `Preempted` / `Evicted` -> no longer admitted, still holding;
+`QuotaReleased`, `Finished`, `Deleted` -> releases; `Pending` carries the reason; `Rejected` and
+`Applied` count (what they say about the input event itself was read before, in fold.py).
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import TYPE_CHECKING, Any
+
+from domain import reasons
+from projections.records import (
+    Admitted,
+    Applied,
+    DecisionRecord,
+    Deleted,
+    Evicted,
+    Finished,
+    FoldDecision,
+    Pending,
+    Preempted,
+    QuotaReleased,
+    QuotaReserved,
+    Rejected,
+    usage_of,
+)
+from projections.statistics import (
+    SETTLE_EVERY,
+    Counters,
+    Histogram,
+    QueueStats,
+    increment,
+)
+from projections.view_model import ClusterQueueView, LQKey, WorkloadView
+
+if TYPE_CHECKING:
+    from domain.objects import LocalQueueSpec
+    from projections.local_queue_usage import LocalQueueUsage
+
+
+class DecisionHandlers:
+    """The decision half of `Projection` (projections/fold.py holds the state)."""
+
+    if TYPE_CHECKING:
+        workloads: dict[str, WorkloadView]
+        finished: dict[str, None]
+        cluster_queues: dict[str, ClusterQueueView]
+        lq_usage: LocalQueueUsage
+        clock: int
+        local_queues: dict[LQKey, LocalQueueSpec]
+        by_lq: dict[LQKey, dict[str, None]]
+        by_priority_class: dict[str, dict[str, None]]
+        counters: Counters
+        decisions: int
+        next_decision_offset: int
+        track_history: bool
+        history: dict[str, Any]
+        focus: str | None
+        focus_records: list[tuple[DecisionRecord, bytes | None, int]]
+        event_time_us: int
+        position: int
+        _timestamp_ms: int
+
+        def _anomaly(self, text: str) -> None: ...
+        def _dequeue(self, wv: WorkloadView) -> None: ...
+        def _reroute(self, wv: WorkloadView) -> None: ...
+        def _target(self, wv: WorkloadView) -> str | None: ...
+        def _remove_cluster_queue(self, cq: ClusterQueueView) -> None: ...
+        @staticmethod
+        def _unindex(index: dict[Any, dict[str, None]], key: Any, member: str) -> None: ...
+
+    def _decide_all(self, records: list[DecisionRecord], cause_value: bytes | None) -> None:
+        """Fold the decisions of one input event, in order."""
+        self.decisions += len(records)
+        by_kind = self.counters.by_kind
+        history = self.history if self.track_history else None
+        focus = self.focus
+        handlers = _DECISIONS
+        for rec in records:
+            d = rec.decision
+            kind = type(d)
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+            if d is None:
+                continue
+            wl = d.workload
+            if wl is not None:
+                if history is not None:
+                    hist = history.get(wl)
+                    if hist is None:
+                        history[wl] = [rec.offset, rec.cause_offset]
+                    elif type(hist) is list:
+                        hist += (rec.offset, rec.cause_offset)
+                    else:  # settled (see _settle_history)
+                        hist.append(rec.offset)
+                        hist.append(rec.cause_offset)
+                if wl == focus:
+                    self.focus_records.append((rec, cause_value, self._timestamp_ms))
+            handlers[kind](self, d, rec)
+        self.next_decision_offset = records[-1].offset + 1
+
+    def _workload_of(self, d: FoldDecision) -> WorkloadView | None:
+        wv = self.workloads.get(d.workload or "")
+        if wv is None:
+            self._anomaly(f"{type(d).__name__} for unknown workload {d.workload} (input offset {self.position})")
+        return wv
+
+    def _qstats(self, wv: WorkloadView, cq: str) -> QueueStats:
+        """Its metrics (kept on it while it holds quota in `cq`)."""
+        s = wv.qstats
+        if s is None or s.key[0] != cq:
+            lq = wv.lq
+            s = wv.qstats = self.counters.stats((cq, lq[0], lq[1], wv.priority_class or ""))
+        return s
+
+    def _on_reserve(self, d: Admitted | QuotaReserved, rec: DecisionRecord) -> None:
+        wv = self.workloads.get(d.workload or "")
+        if wv is None:
+            self._workload_of(d)
+            return
+        admitted = type(d) is Admitted
+        wait = (self.event_time_us - wv.waiting_since_us) / 1e6
+        if wait < 0.0:
+            wait = 0.0
+        if wv.cluster_queue is not None:
+            # Admitted after QuotaReserved: every admission check is Ready.
+            if not admitted or wv.admitted or wv.evicted:
+                self._anomaly(f"{type(d).__name__} for {wv.key}, which already holds quota")
+                return
+            cq = self.cluster_queues[wv.cluster_queue]
+            cq.held[id(wv.usage)][2] += 1
+            cq._totals = None
+            cq.admitted += 1
+            wv.admitted = True
+            self.lq_usage.admitted(wv.key, wv.lq, cq.spec, wv.usage, self.clock)
+            self._observe_admission(self._qstats(wv, cq.name), wait)
+            return
+        cq = self.cluster_queues.get(d.clusterQueue)  # type: ignore[assignment]
+        if cq is None:
+            self._anomaly(f"{type(d).__name__} of {wv.key} in unknown ClusterQueue {d.clusterQueue}")
+            return
+        if wv.queued_in is not None:
+            self._dequeue(wv)
+        usage = rec.usage
+        if usage is None:  # (a record not made by decode_decision)
+            usage = usage_of(d.podSetAssignments) or {}
+        name = cq.name
+        wv.cluster_queue = name
+        wv.usage = usage
+        wv.admitted = admitted
+        wv.evicted = False
+        wv.reason = wv.message = None
+        cq.holders[wv.key] = None
+        self.lq_usage.reserved(wv.key, wv.lq, cq.spec, usage, admitted, self.clock)
+        held = cq.held.get(id(usage))
+        if held is None:
+            cq.held[id(usage)] = [usage, 1, 1 if admitted else 0]
+        else:
+            held[1] += 1
+            if admitted:
+                held[2] += 1
+        cq._totals = None
+        s = wv.qstats
+        if s is None or s.key[0] != name:
+            s = self._qstats(wv, name)
+        s.quota_reserved += 1
+        hist = s.quota_reserved_wait
+        if hist is None:
+            hist = s.quota_reserved_wait = self.counters.quota_reserved_wait[s.key] = Histogram()
+        waiting = hist._waiting  # Histogram.observe, inline
+        waiting.append(wait)
+        if len(waiting) >= SETTLE_EVERY:
+            hist._settle()
+        if admitted:
+            cq.admitted += 1
+            s.admitted += 1
+            hist = s.admission_wait
+            if hist is None:
+                hist = s.admission_wait = self.counters.admission_wait[s.key] = Histogram()
+            waiting = hist._waiting
+            waiting.append(wait)
+            if len(waiting) >= SETTLE_EVERY:
+                hist._settle()
+
+    def _observe_admission(self, s: QueueStats, wait: float) -> None:
+        s.admitted += 1
+        hist = s.admission_wait
+        if hist is None:
+            hist = s.admission_wait = self.counters.admission_wait[s.key] = Histogram()
+        hist.observe(wait)
+
+    def _unadmit(self, wv: WorkloadView) -> None:
+        if not wv.admitted:
+            return
+        cq = self.cluster_queues[wv.cluster_queue]  # type: ignore[index]
+        cq.held[id(wv.usage)][2] -= 1
+        cq._totals = None
+        cq.admitted -= 1
+        wv.admitted = False
+
+    def _release(self, wv: WorkloadView) -> ClusterQueueView | None:
+        if wv.cluster_queue is None:
+            return None
+        self.lq_usage.released(wv.key, wv.lq, self.clock)
+        cq = self.cluster_queues[wv.cluster_queue]
+        key = id(wv.usage)
+        held = cq.held[key]
+        held[1] -= 1
+        if wv.admitted:
+            held[2] -= 1
+            cq.admitted -= 1
+            wv.admitted = False
+        if not held[1]:
+            del cq.held[key]
+        cq._totals = None
+        cq.holders.pop(wv.key, None)
+        wv.cluster_queue = None
+        wv.usage = None
+        wv.evicted = False
+        if cq.terminating and not cq.holders:
+            self._remove_cluster_queue(cq)
+        return cq
+
+    def _on_evict(self, d: Preempted | Evicted, rec: DecisionRecord) -> None:
+        wv = self._workload_of(d)
+        if wv is None:
+            return
+        if not wv.holding or wv.evicted:
+            self._anomaly(f"{type(d).__name__} for {wv.key}, which holds no quota")
+            return
+        c = self.counters
+        key = self._qstats(wv, wv.cluster_queue or "").key
+        if type(d) is Preempted:
+            reason, cause = "Preempted", ""
+            preemptor = self.workloads.get(d.preemptor)
+            preempting = None
+            if preemptor is not None:
+                preempting = self._target(preemptor)
+                if preempting is None:
+                    lq = self.local_queues.get(preemptor.lq)
+                    preempting = lq.cluster_queue if lq is not None else None
+            increment(c.preempted, (preempting or "", d.reason))
+        else:
+            reason, cause = d.reason, ""
+            # A check Rejected deactivates the workload (its input event, followed before its
+            # decisions, did so here too): Kueue counts that eviction as Deactivated.
+            if d.reason == reasons.ADMISSION_CHECK and not wv.active:
+                reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
+        increment(c.evicted, (key, reason, cause))
+        self.lq_usage.evicted(wv.key, self.clock)
+        self._unadmit(wv)
+        wv.evicted = True
+
+    def _on_quota_released(self, d: QuotaReleased, rec: DecisionRecord) -> None:
+        wv = self._workload_of(d)
+        if wv is None:
+            return
+        if self._release(wv) is None:
+            self._anomaly(f"QuotaReleased for {wv.key}, which holds no quota")
+        wv.waiting_since_us = self.event_time_us
+        wv.reason = wv.message = None
+        self._reroute(wv)
+
+    def _on_finished(self, d: Finished, rec: DecisionRecord) -> None:
+        key = d.workload or ""
+        wv = self.workloads.get(key)
+        if wv is None:
+            self._workload_of(d)
+            return
+        if wv.cluster_queue is not None:
+            s = wv.qstats
+            if s is None or s.key[0] != wv.cluster_queue:
+                s = self._qstats(wv, wv.cluster_queue)
+            s.finished += 1
+        self._forget(wv)
+        self.finished[key] = None
+        hist = self.history.get(key)
+        if type(hist) is list:  # _settle_history, inline
+            self.history[key] = array("q", hist)
+
+    def _on_deleted(self, d: Deleted, rec: DecisionRecord) -> None:
+        key = d.workload or ""
+        self._settle_history(key)
+        if key in self.finished:
+            del self.finished[key]
+            return
+        wv = self._workload_of(d)
+        if wv is not None:
+            self._forget(wv)
+
+    def _settle_history(self, key: str) -> None:
+        """A workload's history is a list while it lives (cheap to append to) and an array of
+        64-bit offsets once it is gone (a quarter of the memory; later decisions still append)."""
+        hist = self.history.get(key)
+        if type(hist) is list:
+            self.history[key] = array("q", hist)
+
+    def _forget(self, wv: WorkloadView) -> None:
+        if wv.queued_in is not None:
+            self._dequeue(wv)
+        if wv.cluster_queue is not None:
+            self._release(wv)
+        key = wv.key
+        del self.workloads[key]
+        members = self.by_lq.get(wv.lq)
+        if members is not None:
+            members.pop(key, None)
+            if not members:
+                del self.by_lq[wv.lq]
+        if wv.priority_class is not None:
+            self._unindex(self.by_priority_class, wv.priority_class, key)
+
+    def _on_pending(self, d: Pending, rec: DecisionRecord) -> None:
+        wv = self.workloads.get(d.workload or "")
+        if wv is None:
+            self._workload_of(d)
+            return
+        wv.reason = d.reason
+        wv.message = d.message
+
+    def _on_rejected(self, d: Rejected, rec: DecisionRecord) -> None:
+        increment(self.counters.rejected, d.reason)
+
+    def _on_applied(self, d: Applied, rec: DecisionRecord) -> None:
+        pass  # followed with its input event (fold.py, config_following.py)
+
+
+_DECISIONS: dict[type, Any] = {
+    Admitted: DecisionHandlers._on_reserve,
+    QuotaReserved: DecisionHandlers._on_reserve,
+    Preempted: DecisionHandlers._on_evict,
+    Evicted: DecisionHandlers._on_evict,
+    QuotaReleased: DecisionHandlers._on_quota_released,
+    Finished: DecisionHandlers._on_finished,
+    Deleted: DecisionHandlers._on_deleted,
+    Pending: DecisionHandlers._on_pending,
+    Rejected: DecisionHandlers._on_rejected,
+    Applied: DecisionHandlers._on_applied,
+}
