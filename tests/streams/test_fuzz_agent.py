@@ -7,8 +7,8 @@ bytes) interleaved with a valid stream is appended to a fresh input log, SQLite 
 into the decision log. Then:
 
 - no crash: the agent decides up to the last record and stops cleanly; no hang: within a bound;
-- every input record has an outcome: a decision whose cause offset is the record's (see
-  `may_lack_an_outcome` for the one exception left);
+- every input record has an outcome: a decision whose cause offset is the record's (configuration
+  events too: `Applied`);
 - no `InternalError` decision;
 - the decision log is byte for byte the in-process engine's on the same records (what
   `quotaflow replay` prints), and the decisions of the valid events, their causes mapped back to
@@ -49,27 +49,6 @@ MAX_GARBAGE_BYTES = 900_000
 # Each example starts an agent and its engine process: a handful per log in CI (profile `ci`,
 # derandomized), more where someone runs it on purpose.
 EXAMPLES = 8
-CONFIG_TYPES = ("ConfigApplied", "ConfigDeleted")
-
-
-def may_lack_an_outcome(record: bytes) -> bool:
-    """Whether a record may still have no decision of its own: a valid configuration event
-    (ConfigApplied, ConfigDeleted, or a Batch of nothing else) decides nothing in the engine as
-    it is. The contract's additions give every configuration event an outcome decision; once the
-    engine makes them, this returns False and "every record has an outcome" is exact."""
-    try:
-        event = json.loads(record)
-    except (ValueError, RecursionError):
-        return False
-    if not isinstance(event, dict):
-        return False
-    if event.get("type") in CONFIG_TYPES:
-        return True
-    inner = event.get("events")
-    return event.get("type") == "Batch" and isinstance(inner, list) and bool(inner) and all(
-        isinstance(e, dict) and e.get("type") in CONFIG_TYPES for e in inner)
-
-
 def engine_decisions(records: list[bytes]) -> list[Decision]:
     engine = Engine()
     return [d for offset, record in enumerate(records) for d in engine.apply(record, offset)]
@@ -131,7 +110,7 @@ def check(records: list[bytes], valid: list[bytes], garbage: set[int], logged: l
     internal = [(records[d.cause.offset][:200], d) for d in decisions if isinstance(d, InternalError)]
     assert not internal, internal
     decided = {d.cause.offset for d in decisions}
-    missing = [(i, records[i][:200]) for i in range(len(records)) if i not in decided and not may_lack_an_outcome(records[i])]
+    missing = [(i, records[i][:200]) for i in range(len(records)) if i not in decided]
     assert not missing, f"input records without an outcome: {missing}"
     assert logged == [encode(d) for d in engine_decisions(records)], "the agent decided otherwise than replay"
     original = {}  # offset in the mixed log -> offset in the valid stream
@@ -234,14 +213,3 @@ def test_garbage_through_the_agent_changes_nothing_for_the_valid_events(
     records, valid, garbage = example
     event(f"garbage records in the log: {min(len(garbage), 3)}{'+' if len(garbage) >= 3 else ''}")
     asyncio.run(one_example(new_log, records, valid, garbage))
-
-
-def test_the_outcome_exception_covers_valid_configuration_events_only() -> None:
-    flavor = {"type": "ConfigApplied", "object": {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
-                                                  "metadata": {"name": "f"}}}
-    assert may_lack_an_outcome(json.dumps(flavor).encode())
-    assert may_lack_an_outcome(json.dumps({"type": "Batch", "events": [flavor, flavor]}).encode())
-    assert not may_lack_an_outcome(json.dumps({"type": "Batch", "events": []}).encode())
-    assert not may_lack_an_outcome(json.dumps({"type": "WorkloadFinished", "namespace": "a", "name": "b"}).encode())
-    assert not may_lack_an_outcome(b"[" * 100)
-    assert not may_lack_an_outcome(b"\xff\xfe")
