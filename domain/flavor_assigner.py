@@ -121,7 +121,7 @@ class PodSetResult:
 
 
 class Assignment:
-    __slots__ = ("pod_sets", "mode", "borrowing", "usage", "no_fit_reason")
+    __slots__ = ("pod_sets", "mode", "borrowing", "usage", "no_fit_reason", "tried")
 
     def __init__(self, pod_sets: list[PodSetResult]) -> None:
         self.pod_sets = pod_sets
@@ -129,6 +129,15 @@ class Assignment:
         self.borrowing = 0
         self.usage: dict[FR, int] = {}
         self.no_fit_reason = ""
+        # Per pod set that got flavors, per resource group (by its first resource in the plan):
+        # the index of the flavor the scan stopped at, -1 when it reached the group's last one
+        # (Kueue's LastTriedFlavorIdx).
+        self.tried: list[dict[str, int]] = []
+
+    def pending_flavors(self) -> bool:
+        """Kueue's AssignmentClusterQueueState.PendingFlavors: some scan stopped before the
+        last flavor of its group."""
+        return any(idx != -1 for per_group in self.tried for idx in per_group.values())
 
     def message(self) -> str:
         parts = [
@@ -185,7 +194,11 @@ class FlavorAssigner:
             else None
         )
 
-    def assign(self, wl: WorkloadSpec, counts: list[int] | None = None) -> Assignment:
+    def assign(self, wl: WorkloadSpec, counts: list[int] | None = None,
+               resume: list[dict[str, int]] | None = None) -> Assignment:
+        """One flavor scan. `resume`: a previous scan's `tried`; each pod set's resource groups
+        start after the flavor it stopped at (Kueue's LastTriedFlavorIdx, KEP 582: workload.go
+        NextFlavorToTryForPodSetResource), the others at the first flavor."""
         result = Assignment(pod_sets=[])
         usage = result.usage
         worst = BEST
@@ -201,7 +214,11 @@ class FlavorAssigner:
                 requests["pods"] = count
             psr = PodSetResult(ps.name, count, requests)
             result.pod_sets.append(psr)
-            failed_reason = self._assign_pod_set(ps, psr, usage)
+            tried: dict[str, int] = {}
+            starts = resume[i] if resume is not None and i < len(resume) else None
+            failed_reason = self._assign_pod_set(ps, psr, usage, starts, tried)
+            if failed_reason is None:
+                result.tried.append(tried)
             modes, borrows = psr.modes, psr.borrows
             for res, flavor in psr.flavors.items():  # borrows has the same keys
                 fr = fr_key(flavor, res)
@@ -227,8 +244,11 @@ class FlavorAssigner:
             result.no_fit_reason = reasons.WAITING_FOR_QUOTA
         return result
 
-    def _assign_pod_set(self, ps: PodSet, psr: PodSetResult, assigned: dict[FR, int]) -> str | None:
-        """Fill psr; return the NoFit reason if some resource group found no flavor."""
+    def _assign_pod_set(self, ps: PodSet, psr: PodSetResult, assigned: dict[FR, int],
+                        starts: dict[str, int] | None, tried: dict[str, int]) -> str | None:
+        """Fill psr; return the NoFit reason if some resource group found no flavor. Each group's
+        scan starts after the flavor `starts` names for it (by the group's first resource), and
+        where it stopped goes to `tried`."""
         requests = psr.requests
         for res, group, covered in _plan(self.groups, requests, self.plans):
             if group is None:
@@ -236,7 +256,8 @@ class FlavorAssigner:
                     continue
                 psr.reasons.append(f"resource {res} unavailable in ClusterQueue")
                 return reasons.NO_MATCHING_FLAVOR
-            failed = self._find_flavor(ps, group, covered, requests, assigned, psr)
+            start = starts.get(res, -1) + 1 if starts is not None else 0
+            failed = self._find_flavor(ps, group, covered, requests, assigned, psr, start, tried, res)
             if failed is not None:
                 return failed
         return None
@@ -249,9 +270,13 @@ class FlavorAssigner:
         requests: dict[str, int],
         assigned: dict[FR, int],
         psr: PodSetResult,
+        start: int = 0,
+        tried: dict[str, int] | None = None,
+        first: str = "",
     ) -> str | None:
         """One flavor for the group's resources `covered` (sorted) among the pod set's requests,
-        added to psr with its reasons; returns the NoFit reason if no flavor was found."""
+        added to psr with its reasons; returns the NoFit reason if no flavor was found. The scan
+        starts at flavor index `start`; where it stopped is recorded in `tried[first]`."""
         fungibility = self.cq.flavor_fungibility
         reasons_out: list[str] = []
         best: dict[str, str] | None = None  # the chosen flavor's resources, and their modes
@@ -259,8 +284,11 @@ class FlavorAssigner:
         best_mode = WORST
         least_severe = 0
         flavors = self.flavors
-        for fq in group.flavors:
-            fname = fq.name
+        group_flavors = group.flavors
+        attempted = -1
+        for idx in range(start, len(group_flavors)):
+            attempted = idx
+            fname = group_flavors[idx].name
             rf = flavors.get(fname)
             if rf is not None and not rf.node_taints and not (ps.node_selector and rf.node_labels):
                 problem = None  # nothing that could make it ineligible (see _eligibility)
@@ -305,6 +333,8 @@ class FlavorAssigner:
             psr.reasons.extend(reasons_out)
         if not best or best_modes is None:
             return _reason_of(least_severe) if least_severe else reasons.WAITING_FOR_QUOTA
+        if tried is not None:
+            tried[first] = -1 if attempted == len(group_flavors) - 1 else attempted
         psr.flavors.update(best)
         psr.modes.update(best_modes)
         borrows, level = psr.borrows, best_mode.borrow
@@ -384,6 +414,7 @@ class FlavorAssigner:
 
 
 _FIT_NO_BORROWING = (FIT, 0, "", "")
+
 _BY_SEVERITY = {v: k for k, v in reasons.NO_FIT_SEVERITY.items()}
 
 # A pod set visits its resources in resource_order; each resource group is tried once, at its
