@@ -201,11 +201,15 @@ class FlavorAssigner:
         NextFlavorToTryForPodSetResource), the others at the first flavor."""
         result = Assignment(pod_sets=[])
         usage = result.usage
-        worst = BEST
+        # The assignment's mode is the lowest mode of any assigned resource, whatever the
+        # borrowing: Kueue's Assignment.RepresentativeMode (flavorassigner.go) takes the minimum
+        # of its pod sets' flavor modes. (Ranking by the fungibility preference instead let a
+        # resource that fits by borrowing hide, under PreemptionOverBorrowing, one that needs
+        # preemption: a "Fit" that the admission check then refused in every cycle.)
+        worst_mode = FIT
         severity = 0
         borrowing = 0
         tracks_pods = "pods" in self.groups
-        fungibility = self.cq.flavor_fungibility
         for i, ps in enumerate(wl.pod_sets):
             count = ps.count if counts is None else counts[i]
             # The pod set's requests times count (a fresh dict: "pods" may be added to it).
@@ -226,17 +230,14 @@ class FlavorAssigner:
                 mode, borrow = modes[res], borrows[res]
                 if borrow > borrowing:
                     borrowing = borrow
-                if mode == FIT and borrow == 0:
-                    continue  # never preferred over the worst so far (BEST is the best there is)
-                candidate = GranularMode(mode, borrow)
-                if is_preferred(worst, candidate, fungibility):
-                    worst = candidate
+                if mode < worst_mode:
+                    worst_mode = mode
             if failed_reason is not None:
                 psr.fits = False
-                worst = WORST
+                worst_mode = NO_FIT
                 severity = max(severity, reasons.NO_FIT_SEVERITY.get(failed_reason, 0))
                 break
-        result.mode = external_mode(worst.mode)
+        result.mode = external_mode(worst_mode)
         result.borrowing = borrowing  # the highest level of any assigned resource
         if result.mode == MODE_NO_FIT:
             result.no_fit_reason = _BY_SEVERITY.get(severity, reasons.WAITING_FOR_QUOTA)
