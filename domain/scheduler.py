@@ -193,7 +193,17 @@ class Scheduler:
             quotas=cq.quotas,
             plans=cq.plans,
         )
-        full = self._try(cq, ws, assigner, None, search)
+        # A head skipped in the previous cycle because another entry took its room resumes
+        # that cycle's flavor scan (Kueue's markSkipped keeps LastAssignment under
+        # FlavorFungibilityPreserveScanProgress, beta and on since 0.20: pkg/scheduler/
+        # scheduler.go; lastAssignmentOutdated keeps an assignment of the preceding cycle).
+        resume = None
+        kept = ws.resume_flavors
+        if kept is not None:
+            ws.resume_flavors = None
+            if kept[0] == self.state.offset:
+                resume = kept[1]
+        full = self._try(cq, ws, assigner, None, search, resume)
         if full.assignment.mode == MODE_FIT or full.targets:
             return full
         partial = self._partial(cq, ws, assigner, search)
@@ -201,7 +211,8 @@ class Scheduler:
 
     @staticmethod
     def _try(cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
-             counts: list[int] | None, search: Searches | None) -> Entry:
+             counts: list[int] | None, search: Searches | None,
+             resume: list[dict[str, int]] | None = None) -> Entry:
         """The entry for these counts, as Kueue's consecutive cycles reach it.
 
         When a scan neither fits nor finds preemption targets while some pod set's scan
@@ -214,7 +225,7 @@ class Scheduler:
         scan. When none works, the attempt with the least severe reason answers (first among
         equals): the fresh scan's, unless a resumed one shows that the workload could fit in an
         emptier cluster."""
-        entry = best = Scheduler._try_once(cq, ws, assigner, counts, search, None)
+        entry = best = Scheduler._try_once(cq, ws, assigner, counts, search, resume)
         resumes = 0
         while (entry.assignment.mode != MODE_FIT and not entry.targets and entry.assignment.pending_flavors()
                and resumes < _MAX_RESUMES):
@@ -350,7 +361,10 @@ class Scheduler:
                     else:
                         self._park(out, cq, ws, status)
                 else:
-                    # Another entry of this cycle took the room; try again next cycle.
+                    # Another entry of this cycle took the room; try again next cycle, from
+                    # where this cycle's flavor scan stopped (see `assign`).
+                    if assignment.pending_flavors():
+                        ws.resume_flavors = (state.offset, assignment.tried)
                     set_pending(state, out, ws, status)
                 continue
             if assignment.mode == MODE_FIT:

@@ -64,6 +64,9 @@ class WorkloadState:
     # snapshot (taken between events) need not keep them.
     preempted_at: int = -1
     shielded_at: int = -1
+    # (input offset, flavor scan progress) of a cycle that skipped it because another entry took
+    # its room: its next assignment in that offset resumes the scan (scheduler.Scheduler.assign).
+    resume_flavors: tuple[int, list[dict[str, int]]] | None = None
 
     @property
     def key(self) -> str:
