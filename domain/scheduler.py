@@ -204,6 +204,11 @@ class Scheduler:
             if kept[0] == self.state.offset:
                 resume = kept[1]
         full = self._try(cq, ws, assigner, None, search, resume)
+        if resume is not None and full.assignment.mode != MODE_FIT and not full.targets:
+            # The resumed scan found nothing: Kueue puts the workload back with the inadmissible
+            # ones, and the cluster having changed, its next attempt scans afresh; so does this
+            # one, so that the head never waits on an answer that skipped flavors.
+            full = self._try(cq, ws, assigner, None, search)
         if full.assignment.mode == MODE_FIT or full.targets:
             return full
         partial = self._partial(cq, ws, assigner, search)
