@@ -12,6 +12,10 @@ admission sequence (input offset, decision index). Every admission gets a larger
 any before it, so filing a new admission appends, and "most recently admitted first" is the
 bucket read backwards. Sequences are unique (each names one decision), so no two entries tie.
 
+A workload preempted by an input event and admitted again by that same event is shielded from
+being a victim until the next event (`policy.preemptible_now`): the index counts such shielded
+admissions per offset, so a search can tell at once whether a queue holds one.
+
 Derived state: rebuilt from the workloads when a snapshot is restored, never serialized. It is
 given plain values (key, evicted flag, priority, admission sequence), not workloads: the state
 holds the index, so the index knows nothing of the state.
@@ -30,20 +34,22 @@ HOLDING = 1
 
 
 class CandidateIndex:
-    __slots__ = ("_buckets", "_order", "_filed", "_offsets")
+    __slots__ = ("_buckets", "_order", "_filed", "_offsets", "_shielded")
 
     def __init__(self) -> None:
         self._buckets: dict[BucketKey, list[Filed]] = {}
         self._order: list[BucketKey] = []  # bucket keys, ascending
         self._filed: dict[str, tuple[BucketKey, Filed]] = {}
-        self._offsets: dict[int, int] = {}  # admission offset -> how many hold quota here
+        self._offsets: dict[int, int] = {}  # admission offset -> how many shielded admissions hold quota here
+        self._shielded: dict[str, int] = {}  # shielded workload -> the offset it is shielded in
 
     def __len__(self) -> int:
         return len(self._filed)
 
-    def add(self, key: str, evicted: bool, priority: int, sequence: tuple[int, int]) -> None:
+    def add(self, key: str, evicted: bool, priority: int, sequence: tuple[int, int],
+            shielded: bool = False) -> None:
         """File a workload holding quota here, admitted at `sequence` (input offset, decision
-        index)."""
+        index); `shielded`: re-admitted by the event that preempted it (no victim within it)."""
         assert key not in self._filed
         where = (EVICTED if evicted else HOLDING, priority)
         entry = (sequence[0], sequence[1], key)
@@ -56,18 +62,21 @@ class CandidateIndex:
         else:  # re-filed after an eviction or a priority change: an older admission
             insort(bucket, entry)
         self._filed[key] = (where, entry)
-        self._offsets[entry[0]] = self._offsets.get(entry[0], 0) + 1
+        if shielded:
+            self._shielded[key] = entry[0]
+            self._offsets[entry[0]] = self._offsets.get(entry[0], 0) + 1
 
     def discard(self, key: str) -> None:
         filed = self._filed.pop(key, None)
         if filed is None:
             return
         where, entry = filed
-        left = self._offsets[entry[0]] - 1
-        if left:
-            self._offsets[entry[0]] = left
-        else:
-            del self._offsets[entry[0]]
+        if self._shielded.pop(key, None) is not None:
+            left = self._offsets[entry[0]] - 1
+            if left:
+                self._offsets[entry[0]] = left
+            else:
+                del self._offsets[entry[0]]
         bucket = self._buckets[where]
         del bucket[bisect_left(bucket, entry)]
         if not bucket:
@@ -76,34 +85,25 @@ class CandidateIndex:
 
     def refile(self, key: str, evicted: bool, priority: int, sequence: tuple[int, int]) -> None:
         """Its evicted flag or priority changed."""
+        shielded = key in self._shielded
         self.discard(key)
-        self.add(key, evicted, priority, sequence)
+        self.add(key, evicted, priority, sequence, shielded)
 
     def ordered(self, evicted: bool, max_priority: int | None = None,
                 skip_offset: int | None = None) -> Iterator[tuple[int, int, int, str]]:
         """(priority, -offset, -index, key) of the evicted (or the still holding) workloads, in
-        candidate order, up to priority `max_priority` (None: all), leaving out those admitted
+        candidate order, up to priority `max_priority` (None: all), leaving out those shielded
         at input offset `skip_offset`. The index must not change while this is read."""
         rank = EVICTED if evicted else HOLDING
         buckets = self._buckets
+        shielded = self._shielded if skip_offset is not None and skip_offset in self._offsets else None
         for where in self._order[bisect_left(self._order, (rank,)):]:
             rank_of, priority = where
             if rank_of != rank or (max_priority is not None and priority > max_priority):
                 return
-            bucket = buckets[where]
-            if skip_offset is None or skip_offset not in self._offsets:
-                for offset, index, key in reversed(bucket):
-                    yield priority, -offset, -index, key
-                continue
-            # Admissions of one offset are adjacent in the bucket (sorted by offset); those of
-            # the offset being applied are the newest, read first: step over them at once.
-            low = bisect_left(bucket, (skip_offset,))
-            high = bisect_left(bucket, (skip_offset + 1,))
-            for i in range(len(bucket) - 1, high - 1, -1):
-                offset, index, key = bucket[i]
-                yield priority, -offset, -index, key
-            for i in range(low - 1, -1, -1):
-                offset, index, key = bucket[i]
+            for offset, index, key in reversed(buckets[where]):
+                if shielded is not None and shielded.get(key) == skip_offset:
+                    continue
                 yield priority, -offset, -index, key
 
     def holds(self, evicted: bool, max_priority: int | None = None) -> bool:
@@ -115,6 +115,7 @@ class CandidateIndex:
         rank_of, priority = order[i]
         return rank_of == (EVICTED if evicted else HOLDING) and (max_priority is None or priority <= max_priority)
 
-    def admitted_at(self, offset: int) -> bool:
-        """Does some workload here hold an admission decided at this input offset?"""
+    def shields_at(self, offset: int) -> bool:
+        """Does some workload here hold an admission decided at this input offset that shields
+        it from preemption within that offset (it was preempted by the same offset)?"""
         return offset in self._offsets

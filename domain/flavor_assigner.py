@@ -122,7 +122,7 @@ class PodSetResult:
 
 
 class Assignment:
-    __slots__ = ("pod_sets", "mode", "borrowing", "usage", "no_fit_reason")
+    __slots__ = ("pod_sets", "mode", "borrowing", "usage", "no_fit_reason", "tried")
 
     def __init__(self, pod_sets: list[PodSetResult]) -> None:
         self.pod_sets = pod_sets
@@ -130,6 +130,15 @@ class Assignment:
         self.borrowing = 0
         self.usage: dict[FR, int] = {}
         self.no_fit_reason = ""
+        # Per pod set that got flavors, per resource group (by its first resource in the plan):
+        # the index of the flavor the scan stopped at, -1 when it reached the group's last one
+        # (Kueue's LastTriedFlavorIdx).
+        self.tried: list[dict[str, int]] = []
+
+    def pending_flavors(self) -> bool:
+        """Kueue's AssignmentClusterQueueState.PendingFlavors: some scan stopped before the
+        last flavor of its group."""
+        return any(idx != -1 for per_group in self.tried for idx in per_group.values())
 
     def message(self) -> str:
         parts = [
@@ -186,14 +195,22 @@ class FlavorAssigner:
             else None
         )
 
-    def assign(self, wl: WorkloadSpec, counts: list[int] | None = None) -> Assignment:
+    def assign(self, wl: WorkloadSpec, counts: list[int] | None = None,
+               resume: list[dict[str, int]] | None = None) -> Assignment:
+        """One flavor scan. `resume`: a previous scan's `tried`; each pod set's resource groups
+        start after the flavor it stopped at (Kueue's LastTriedFlavorIdx, KEP 582: workload.go
+        NextFlavorToTryForPodSetResource), the others at the first flavor."""
         result = Assignment(pod_sets=[])
         usage = result.usage
-        worst = BEST
+        # The assignment's mode is the lowest mode of any assigned resource, whatever the
+        # borrowing: Kueue's Assignment.RepresentativeMode (flavorassigner.go) takes the minimum
+        # of its pod sets' flavor modes. (Ranking by the fungibility preference instead let a
+        # resource that fits by borrowing hide, under PreemptionOverBorrowing, one that needs
+        # preemption: a "Fit" that the admission check then refused in every cycle.)
+        worst_mode = FIT
         severity = 0
         borrowing = 0
         tracks_pods = "pods" in self.groups
-        fungibility = self.cq.flavor_fungibility
         for i, ps in enumerate(wl.pod_sets):
             count = ps.count if counts is None else counts[i]
             # The pod set's requests times count (a fresh dict: "pods" may be added to it).
@@ -202,7 +219,11 @@ class FlavorAssigner:
                 requests["pods"] = count
             psr = PodSetResult(ps.name, count, requests)
             result.pod_sets.append(psr)
-            failed_reason = self._assign_pod_set(ps, psr, usage)
+            tried: dict[str, int] = {}
+            starts = resume[i] if resume is not None and i < len(resume) else None
+            failed_reason = self._assign_pod_set(ps, psr, usage, starts, tried)
+            if failed_reason is None:
+                result.tried.append(tried)
             modes, borrows = psr.modes, psr.borrows
             for res, flavor in psr.flavors.items():  # borrows has the same keys
                 fr = fr_key(flavor, res)
@@ -210,17 +231,14 @@ class FlavorAssigner:
                 mode, borrow = modes[res], borrows[res]
                 if borrow > borrowing:
                     borrowing = borrow
-                if mode == FIT and borrow == 0:
-                    continue  # never preferred over the worst so far (BEST is the best there is)
-                candidate = GranularMode(mode, borrow)
-                if is_preferred(worst, candidate, fungibility):
-                    worst = candidate
+                if mode < worst_mode:
+                    worst_mode = mode
             if failed_reason is not None:
                 psr.fits = False
-                worst = WORST
+                worst_mode = NO_FIT
                 severity = max(severity, reasons.NO_FIT_SEVERITY.get(failed_reason, 0))
                 break
-        result.mode = external_mode(worst.mode)
+        result.mode = external_mode(worst_mode)
         result.borrowing = borrowing  # the highest level of any assigned resource
         if result.mode == MODE_NO_FIT:
             result.no_fit_reason = _BY_SEVERITY.get(severity, reasons.WAITING_FOR_QUOTA)
@@ -228,8 +246,11 @@ class FlavorAssigner:
             result.no_fit_reason = reasons.WAITING_FOR_QUOTA
         return result
 
-    def _assign_pod_set(self, ps: PodSet, psr: PodSetResult, assigned: dict[FR, int]) -> str | None:
-        """Fill psr; return the NoFit reason if some resource group found no flavor."""
+    def _assign_pod_set(self, ps: PodSet, psr: PodSetResult, assigned: dict[FR, int],
+                        starts: dict[str, int] | None, tried: dict[str, int]) -> str | None:
+        """Fill psr; return the NoFit reason if some resource group found no flavor. Each group's
+        scan starts after the flavor `starts` names for it (by the group's first resource), and
+        where it stopped goes to `tried`."""
         requests = psr.requests
         for res, group, covered in _plan(self.groups, requests, self.plans):
             if group is None:
@@ -237,7 +258,8 @@ class FlavorAssigner:
                     continue
                 psr.reasons.append(f"resource {res} unavailable in ClusterQueue")
                 return reasons.NO_MATCHING_FLAVOR
-            failed = self._find_flavor(ps, group, covered, requests, assigned, psr)
+            start = starts.get(res, -1) + 1 if starts is not None else 0
+            failed = self._find_flavor(ps, group, covered, requests, assigned, psr, start, tried, res)
             if failed is not None:
                 return failed
         return None
@@ -250,9 +272,13 @@ class FlavorAssigner:
         requests: dict[str, int],
         assigned: dict[FR, int],
         psr: PodSetResult,
+        start: int = 0,
+        tried: dict[str, int] | None = None,
+        first: str = "",
     ) -> str | None:
         """One flavor for the group's resources `covered` (sorted) among the pod set's requests,
-        added to psr with its reasons; returns the NoFit reason if no flavor was found."""
+        added to psr with its reasons; returns the NoFit reason if no flavor was found. The scan
+        starts at flavor index `start`; where it stopped is recorded in `tried[first]`."""
         fungibility = self.cq.flavor_fungibility
         reasons_out: list[str] = []
         best: dict[str, str] | None = None  # the chosen flavor's resources, and their modes
@@ -260,8 +286,11 @@ class FlavorAssigner:
         best_mode = WORST
         least_severe = 0
         flavors = self.flavors
-        for fq in group.flavors:
-            fname = fq.name
+        group_flavors = group.flavors
+        attempted = -1
+        for idx in range(start, len(group_flavors)):
+            attempted = idx
+            fname = group_flavors[idx].name
             rf = flavors.get(fname)
             if rf is not None and not rf.node_taints and not ((ps.node_selector or ps.node_affinity) and rf.node_labels):
                 problem = None  # nothing that could make it ineligible (see _eligibility)
@@ -306,6 +335,8 @@ class FlavorAssigner:
             psr.reasons.extend(reasons_out)
         if not best or best_modes is None:
             return _reason_of(least_severe) if least_severe else reasons.WAITING_FOR_QUOTA
+        if tried is not None:
+            tried[first] = -1 if attempted == len(group_flavors) - 1 else attempted
         psr.flavors.update(best)
         psr.modes.update(best_modes)
         borrows, level = psr.borrows, best_mode.borrow
@@ -389,6 +420,7 @@ class FlavorAssigner:
 
 
 _FIT_NO_BORROWING = (FIT, 0, "", "")
+
 _BY_SEVERITY = {v: k for k, v in reasons.NO_FIT_SEVERITY.items()}
 
 # A pod set visits its resources in resource_order; each resource group is tried once, at its

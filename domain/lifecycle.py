@@ -147,7 +147,8 @@ def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, 
     ws.cluster_queue = cq.name
     ws.admission = admission
     ws.last_status = None
-    cq.candidates.add(ws.key, ws.evicted, ws.priority, admission.sequence)
+    ws.shielded_at = state.offset if ws.preempted_at == state.offset else -1
+    cq.candidates.add(ws.key, ws.evicted, ws.priority, admission.sequence, ws.shielded_at == state.offset)
     if cq.queue.waiting_for and cq.spec.preemption.within_cluster_queue != NEVER:
         cq.queue.candidate_admitted(ws.priority)
     state.admitted_roots[id(cq.node.root())] = None
@@ -344,6 +345,7 @@ def evict(
     cq = state.cluster_queues[admission.cluster_queue]
     if preemptor is not None:
         out.emit(Preempted, ws.key, preemptor=preemptor, reason=reason, message=message)
+        ws.preempted_at = state.offset
     else:
         out.emit(Evicted, ws.key, reason=reason, message=message)
     ws.evicted = True

@@ -193,7 +193,22 @@ class Scheduler:
             quotas=cq.quotas,
             plans=cq.plans,
         )
-        full = self._try(cq, ws, assigner, None, search)
+        # A head skipped in the previous cycle because another entry took its room resumes
+        # that cycle's flavor scan (Kueue's markSkipped keeps LastAssignment under
+        # FlavorFungibilityPreserveScanProgress, beta and on since 0.20: pkg/scheduler/
+        # scheduler.go; lastAssignmentOutdated keeps an assignment of the preceding cycle).
+        resume = None
+        kept = ws.resume_flavors
+        if kept is not None:
+            ws.resume_flavors = None
+            if kept[0] == self.state.offset:
+                resume = kept[1]
+        full = self._try(cq, ws, assigner, None, search, resume)
+        if resume is not None and full.assignment.mode != MODE_FIT and not full.targets:
+            # The resumed scan found nothing: Kueue puts the workload back with the inadmissible
+            # ones, and the cluster having changed, its next attempt scans afresh; so does this
+            # one, so that the head never waits on an answer that skipped flavors.
+            full = self._try(cq, ws, assigner, None, search)
         if full.assignment.mode == MODE_FIT or full.targets:
             return full
         partial = self._partial(cq, ws, assigner, search)
@@ -201,8 +216,39 @@ class Scheduler:
 
     @staticmethod
     def _try(cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
-             counts: list[int] | None, search: Searches | None) -> Entry:
-        assignment = assigner.assign(ws.spec, counts)
+             counts: list[int] | None, search: Searches | None,
+             resume: list[dict[str, int]] | None = None) -> Entry:
+        """The entry for these counts, as Kueue's consecutive cycles reach it.
+
+        When a scan neither fits nor finds preemption targets while some pod set's scan
+        stopped before the last flavor of its group, Kueue keeps that progress (KEP 582:
+        pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets records
+        TriedFlavorIdx) and, flavors being pending, puts the workload straight back in its queue
+        (pkg/cache/queue/cluster_queue.go requeueIfNotPresent, PendingFlavors): its next cycle
+        resumes each of those scans at the next flavor, so an arrangement where an earlier pod
+        set takes a later flavor is found. Those attempts are made here at once, from a fresh
+        scan. When none works, the attempt with the least severe reason answers (first among
+        equals): the fresh scan's, unless a resumed one shows that the workload could fit in an
+        emptier cluster."""
+        entry = best = Scheduler._try_once(cq, ws, assigner, counts, search, resume)
+        resumes = 0
+        while (entry.assignment.mode != MODE_FIT and not entry.targets and entry.assignment.pending_flavors()
+               and resumes < _MAX_RESUMES):
+            # The bound only guards against resumptions that would cycle (Kueue would keep
+            # requeueing the workload); each starts past where the previous one stopped.
+            resumes += 1
+            entry = Scheduler._try_once(cq, ws, assigner, counts, search, entry.assignment.tried)
+            if entry.assignment.mode == MODE_FIT or entry.targets:
+                return entry
+            if _severity(entry) < _severity(best):
+                best = entry
+        return best
+
+    @staticmethod
+    def _try_once(cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
+                  counts: list[int] | None, search: Searches | None,
+                  resume: list[dict[str, int]] | None) -> Entry:
+        assignment = assigner.assign(ws.spec, counts, resume)
         entry = Entry(cq, ws, assignment)
         if search is not None and assignment.mode not in (MODE_FIT, MODE_NO_FIT):
             entry.targets = search(assignment.usage, assignment.preempt_frs())
@@ -320,7 +366,10 @@ class Scheduler:
                     else:
                         self._park(out, cq, ws, status)
                 else:
-                    # Another entry of this cycle took the room; try again next cycle.
+                    # Another entry of this cycle took the room; try again next cycle, from
+                    # where this cycle's flavor scan stopped (see `assign`).
+                    if assignment.pending_flavors():
+                        ws.resume_flavors = (state.offset, assignment.tried)
                     set_pending(state, out, ws, status)
                 continue
             if assignment.mode == MODE_FIT:
@@ -531,6 +580,13 @@ class Scheduler:
 
 # Statuses a head gets from its place in one cycle rather than from its own evaluation.
 _CYCLE_MESSAGES = frozenset((reasons.MSG_NO_LONGER_FITS, reasons.MSG_OVERLAPPING_TARGETS))
+
+
+_MAX_RESUMES = 64
+
+
+def _severity(entry: Entry) -> int:
+    return reasons.NO_FIT_SEVERITY.get(entry.assignment.no_fit_reason, 0)
 
 
 def schedule(state: State, out: Emitter) -> None:

@@ -60,6 +60,15 @@ class WorkloadState:
     parked_on: str | None = None  # key in State.parked while it waits for a missing object
     # Evicted (or preempted) but still holding its quota until its pods are gone (WorkloadReleased).
     evicted: bool = False
+    # The input offset that last preempted it (-1: none), and the offset whose admission of it
+    # came after a preemption by that same offset (-1: none): no victim within that offset
+    # (preemption.policy.preemptible_now). Compared with the offset being applied only, so a
+    # snapshot (taken between events) need not keep them.
+    preempted_at: int = -1
+    shielded_at: int = -1
+    # (input offset, flavor scan progress) of a cycle that skipped it because another entry took
+    # its room: its next assignment in that offset resumes the scan (scheduler.Scheduler.assign).
+    resume_flavors: tuple[int, list[dict[str, int]]] | None = None
 
     @property
     def key(self) -> str:

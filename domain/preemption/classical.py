@@ -137,7 +137,7 @@ class ClassicalPreemptor:
             hierarchy, priority = [], []
             advantage = within_quota(cq.node, requests)
             shared_kind = HIERARCHY if advantage else PRIORITY
-            if (same_queue and cq.candidates.admitted_at(self.state.offset)) or any(
+            if (same_queue and cq.candidates.shields_at(self.state.offset)) or any(
                 m is not cq for m in cohort.admitted_now
             ):
                 self.state.deferred[cq.name] = None
@@ -284,7 +284,7 @@ class ClassicalPreemptor:
     def _defer_if_admitted_now(self, cq: ClusterQueueState, kinds: tuple[list[Source], ...]) -> None:
         offset = self.state.offset
         for sources in kinds:
-            if any(member.candidates.admitted_at(offset) for member, _, _ in sources):
+            if any(member.candidates.shields_at(offset) for member, _, _ in sources):
                 self.state.deferred[cq.name] = None
                 return
 

@@ -75,7 +75,7 @@ class FairSharingPreemptor:
         policy = cq.spec.preemption
         offset = self.state.offset
         if policy.within_cluster_queue != NEVER:
-            if cq.candidates.admitted_at(offset):
+            if cq.candidates.shields_at(offset):
                 self.state.deferred[cq.name] = None
             out[cq.name] = _Queue(cq, self._walk(cq, ws, policy.within_cluster_queue, frs))
         if cq.node.parent is not None and policy.reclaim_within_cohort != NEVER:
@@ -85,7 +85,7 @@ class FairSharingPreemptor:
                     continue
                 if not any(node.usage.get(fr, 0) > node.subtree.get(fr, 0) for fr in frs):
                     continue
-                if member.candidates.admitted_at(offset):
+                if member.candidates.shields_at(offset):
                     self.state.deferred[cq.name] = None
                 out[member.name] = _Queue(member, self._walk(member, ws, policy.reclaim_within_cohort, frs))
         return out

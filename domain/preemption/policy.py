@@ -79,16 +79,21 @@ def uses(ws: WorkloadState, frs: list[FR]) -> bool:
 
 
 def preemptible_now(ws: WorkloadState, offset: int) -> bool:
-    """A workload admitted by the event being applied is not a victim within that same event.
+    """A workload preempted by the event being applied and admitted again by it is not a victim
+    within that same event.
 
     Each step of a preemption chain can be right by Kueue's rules and still lead back to where it
     started (A reclaims from B, C preempts A, B takes the room back, A reclaims again...). Kueue
     takes one step per scheduling cycle, with pods stopping in between; with Immediate release
-    quotaflow would take them all inside one input event and never return. Deferring a victim
-    admitted by this very event to the next event keeps every step and bounds each event's work;
-    it also spares a launcher a start immediately followed by a stop."""
+    quotaflow would take them all inside one input event and never return. Shielding a workload
+    the event has already preempted once, when the same event admits it again, leaves each
+    workload at most one preemption per event, which bounds the event's work; the queue that could
+    not take it retries at the next event (`state.deferred`). A workload the event admitted
+    without having preempted it is a candidate like any other, in Kueue's order (lowest priority
+    first, pkg/scheduler/preemption/common/ordering.go CandidatesOrdering), as in Kueue's next
+    cycle: sparing it would make a higher-priority workload the victim instead."""
     admission = ws.admission
-    return admission is not None and admission.sequence[0] != offset
+    return admission is not None and ws.shielded_at != offset
 
 
 def never_preempts(cq: ClusterQueueState) -> bool:

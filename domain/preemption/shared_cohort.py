@@ -136,5 +136,5 @@ class SharedCohort:
     def __init__(self, root: QuotaNode, members: list[ClusterQueueState], offset: int) -> None:
         self.root = root
         self.members = members
-        self.admitted_now = [m for m in members if m.candidates.admitted_at(offset)]
+        self.admitted_now = [m for m in members if m.candidates.shields_at(offset)]
         self.groups: dict[tuple[object, ...], SharedGroups] = {}

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from domain.engine import Engine
+from domain.preemption.candidates import CandidateIndex
 from domain.snapshot import dump, load
 from domain.state import ClusterQueueState, State
 
@@ -125,26 +126,32 @@ def test_reading_stops_at_the_priority_bound() -> None:
     assert [k for *_, k in cq.candidates.ordered(False, -1)] == []
     assert list(cq.candidates.ordered(True)) == []
     last = len(events) - 1
-    assert cq.candidates.admitted_at(last) and not cq.candidates.admitted_at(last + 1)
+    # Admitted without having been preempted by the same event: nothing shielded.
+    assert not cq.candidates.shields_at(last)
 
 
-def test_reading_leaves_out_one_offsets_admissions() -> None:
-    """Workloads admitted at the offset being applied are no candidates (preemptible_now):
-    the index steps over them, wherever they sit among the others."""
-    engine = Engine()
-    events = setup() + [{"type": "Batch", "events": [
-        {"type": "WorkloadSubmitted", "workload": workload("a", f"w{i}", p, 1)}
-        for i, p in enumerate((0, 50, 0))
-    ]}] + [{"type": "WorkloadSubmitted", "workload": workload("a", f"x{i}", p, 1)} for i, p in enumerate((0, 50))]
-    for offset, event in enumerate(events):
-        engine.apply(event, offset)
-    cq = engine.state.cluster_queues["a"]
-    batch, last = len(events) - 3, len(events) - 1
-    everything = [k for *_, k in cq.candidates.ordered(False)]
+def test_reading_leaves_out_the_admissions_one_offset_shields() -> None:
+    """A workload preempted and admitted again by the offset being applied is no candidate within
+    it (preemptible_now): the index steps over such admissions, wherever they sit among the
+    others, and over no other admission of that offset."""
+    index = CandidateIndex()
+    index.add("a/w0", False, 0, (5, 0))
+    index.add("a/w1", False, 50, (5, 1), shielded=True)
+    index.add("a/w2", False, 0, (5, 2), shielded=True)
+    index.add("a/x0", False, 0, (6, 0))
+    index.add("a/x1", False, 50, (6, 1))
+    everything = [k for *_, k in index.ordered(False)]
     assert everything == ["a/x0", "a/w2", "a/w0", "a/x1", "a/w1"]
-    assert [k for *_, k in cq.candidates.ordered(False, None, batch)] == ["a/x0", "a/x1"]
-    assert [k for *_, k in cq.candidates.ordered(False, None, last)] == ["a/x0", "a/w2", "a/w0", "a/w1"]
-    assert [k for *_, k in cq.candidates.ordered(False, 0, batch)] == ["a/x0"]
-    assert [k for *_, k in cq.candidates.ordered(False, None, last + 1)] == everything
-    assert cq.candidates.holds(False) and cq.candidates.holds(False, 0) and not cq.candidates.holds(False, -1)
-    assert not cq.candidates.holds(True)
+    assert index.shields_at(5) and not index.shields_at(6)
+    assert [k for *_, k in index.ordered(False, None, 5)] == ["a/x0", "a/w0", "a/x1"]
+    assert [k for *_, k in index.ordered(False, 0, 5)] == ["a/x0", "a/w0"]
+    assert [k for *_, k in index.ordered(False, None, 6)] == everything
+    # Shielding follows a refile (priority change) and ends with the admission.
+    index.refile("a/w2", False, 60, (5, 2))
+    assert [k for *_, k in index.ordered(False, None, 5)] == ["a/x0", "a/w0", "a/x1"]
+    index.discard("a/w2")
+    index.discard("a/w1")
+    assert not index.shields_at(5)
+    assert [k for *_, k in index.ordered(False, None, 5)] == ["a/x0", "a/w0", "a/x1"]
+    assert index.holds(False) and index.holds(False, 0) and not index.holds(False, -1)
+    assert not index.holds(True)

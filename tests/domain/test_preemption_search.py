@@ -185,7 +185,7 @@ def reference_targets(state: State, cq: ClusterQueueState, ws: WorkloadState, re
     hierarchy, priority = _sources(state, cq, requests, frs)
     members = [m for m, _, _ in [*own, *hierarchy, *priority]]
     deferred = any(
-        state.workloads[key].admission.sequence[0] == state.offset  # type: ignore[union-attr]
+        not preemptible_now(state.workloads[key], state.offset)
         for m in members for key in m.admitted
     )
     groups = [_group(state, cq, ws, list(sources), evicted, frs)
