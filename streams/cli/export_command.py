@@ -16,8 +16,10 @@ def register(app: typer.Typer) -> None:
         output: Path = typer.Option(None, "--output", "-o", help="Write here instead of standard output"),
         broker: str = broker_option(),
     ) -> None:
-        """Write the input log as JSON Lines, one line per record, every record exactly (see
-        CONTRACT.md, "Events files"): `quotaflow replay FILE` decides it as the agent did."""
+        """Write the input log as JSON Lines, every record exactly.
+
+        One line per record (CONTRACT.md, "Events files"): `quotaflow replay FILE` decides it as
+        the agent did."""
         from streams.cli.progress import Progress, watched
         from streams.log import Topics, open_log
         from streams.log.event_files import export_line

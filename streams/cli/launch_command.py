@@ -30,8 +30,9 @@ def register(app: typer.Typer) -> None:
         poll: float = typer.Option(0.2, "--poll", min=0.01, help="seconds between looks at the pods"),
         log_level: str = typer.Option(defaults.DEFAULT_LOG_LEVEL, envvar=defaults.ENV_LOG_LEVEL, help="debug, info, warning, error"),
     ) -> None:
-        """Start admitted workloads as local processes; stop preempted ones and release their
-        quota; report finished ones. Crash-safe: restart it with the same --state-dir."""
+        """Run admitted workloads as local processes; stop and release preempted ones.
+
+        Reports finished workloads. Crash-safe: restart it with the same --state-dir."""
         import asyncio
         import signal
 

@@ -117,8 +117,9 @@ def register(app: typer.Typer) -> None:
         timeout: float = timeout_option(),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the Workloads as YAML; publish nothing"),
     ) -> None:
-        """Submit workloads for admission: Kueue Workloads, or jobs (Job, JobSet, PyTorchJob, RayJob, Pod, ...)
-        turned into the Workload Kueue's integration builds for them."""
+        """Submit workloads: Kueue Workloads, or jobs (Job, JobSet, PyTorchJob, RayJob, Pod, ...).
+
+        Each job is turned into the Workload Kueue's integration builds for it."""
         from streams.importers.kueue_jobs import convert_documents
 
         result = convert_documents(_sourced_documents("submit", file))

@@ -30,9 +30,10 @@ def register(app: typer.Typer) -> None:
                                              "decision log covers the input log (a log decided by another engine version)"),
         broker: str = broker_option(),
     ) -> None:
-        """What if the configuration had been different? Replay the recorded log with a change
-        applied (each workload keeps its recorded runtime) and compare per ClusterQueue,
-        LocalQueue, cohort and priority."""
+        """Replay the recorded log under another configuration and compare the two worlds.
+
+        Each workload keeps its recorded runtime; the comparison is per ClusterQueue, LocalQueue,
+        cohort and priority."""
         import asyncio
 
         from streams.whatif.changes import ChangeError, parse_at, sweep
