@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from domain.engine import Engine
-from domain.preemption.candidates import CandidateIndex
+from domain.candidate_index import CandidateIndex
 from domain.snapshot import dump, load
 from domain.state import ClusterQueueState, State
 
