@@ -92,11 +92,15 @@ async def test_seed_scenario_through_kafka_equals_replay(
     decisions = [r.value for r in await kafka_log.read_all(topics.decisions)]
     expected = replay(SEED)
     assert decisions == expected
-    assert [d.workload for d in from_client] == ["team-a/big", "team-a/one-more", "team-a/too-many"]
+    # Every configuration event's outcome (Applied), then the workloads' decisions.
+    config_events = [e for e in events if e["type"].startswith("Config")]
+    assert [type(d).__name__ for d in from_client[: len(config_events)]] == ["Applied"] * len(config_events)
+    assert [d.workload for d in from_client[len(config_events):]] == ["team-a/big", "team-a/one-more", "team-a/too-many"]
     records = await kafka_log.read_all(topics.decisions)
-    assert records[0].header("ce_type") == b"dev.quotaflow.decision.Admitted"
-    assert records[0].header("ce_id") == b"4.0"
-    assert records[0].key == b"team-a/big"
+    admitted = records[len(config_events)]
+    assert admitted.header("ce_type") == b"dev.quotaflow.decision.Admitted"
+    assert admitted.header("ce_id") == b"4.0"
+    assert admitted.key == b"team-a/big"
     inputs = await kafka_log.read_all(topics.input)
     assert inputs[1].key == b"ClusterQueue/team-a-cq"
     assert inputs[1].header("ce_specversion") == b"1.0"
@@ -121,7 +125,9 @@ async def test_garbage_and_invalid_json_are_rejected_and_the_agent_goes_on(
     await run_agent_until(kafka_log, topics, last, engine_process=engine_process)
     decisions = [r.value or b"" for r in await kafka_log.read_all(topics.decisions)]
     causes = [d.split(b'"cause":')[1].split(b"}")[0] for d in decisions]
-    assert all(b'"type":"Rejected"' in d for d in decisions)
+    # The valid ResourceFlavor (offset 5) is Applied; every other record is Rejected.
+    assert [b'"type":"Applied"' in d for d in decisions] == [i == 5 for i in range(len(decisions))]
+    assert all(b'"type":"Rejected"' in d for i, d in enumerate(decisions) if i != 5)
     assert sum(b'"reason":"MalformedEvent"' in d for d in decisions) == 5
     assert causes[:5] == [b'{"offset":%d,"index":0' % i for i in range(5)]
     assert b'"offset":6' in causes[-1], "the valid event after the garbage was processed"
