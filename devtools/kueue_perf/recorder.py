@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devtools.kueue_perf.generator import Arrival, Scenario
-from domain.decisions import Admitted, Decision, Deleted, Evicted, Finished, Preempted, QuotaReleased, Rejected
+from domain.decisions import Admitted, Applied, Decision, Deleted, Evicted, Finished, Preempted, QuotaReleased, Rejected
 from domain.quantity import amount
 
 
@@ -154,6 +154,8 @@ class Recorder:
         """`d` as seen at `now`; `decided` is when the engine decided it, if the log says so (Kueue
         takes the admission time from the Admitted condition's transition time, not from when the
         runner saw it; everything else is stamped when seen, as Kueue's recorder does)."""
+        if isinstance(d, Applied):
+            return  # the scenario's configuration taking effect: not a decision about its workloads
         kind = type(d).__name__
         self.decisions[kind] = self.decisions.get(kind, 0) + 1
         key = d.workload
