@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from typing import Any
 
 import typer
 
 from streams import settings as defaults
 from streams.cli.common import broker_option, fail, require_existing_log, run
+from streams.cli.output import Output, chosen, json_flag, output_option, print_document
 
 
 def _as_of() -> Any:
@@ -25,7 +25,7 @@ def _as_of() -> Any:
 
 
 def _json_flag() -> Any:
-    return typer.Option(False, "--json", help="print JSON instead of tables")
+    return json_flag()
 
 
 async def _open(broker: str) -> tuple[Any, Any]:
@@ -52,11 +52,8 @@ def _workload_key(command: str, workload: str, broker: str) -> str:
     return workload
 
 
-def _print_json(obj: Any) -> None:
-    import msgspec
-
-    sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(obj), indent=2) + b"\n")
-    sys.stdout.flush()
+def _print_json(obj: Any, output: Output = Output.json) -> None:
+    print_document(obj, output)
 
 
 def register(app: typer.Typer) -> None:
@@ -66,10 +63,12 @@ def register(app: typer.Typer) -> None:
     def status(
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
+        output: Output = output_option(),
         json_out: bool = _json_flag(),
         usage: bool = typer.Option(True, "--usage/--no-usage", help="usage bars per flavor and resource"),
     ) -> None:
-        """ClusterQueues like `kubectl get clusterqueues -o wide`, with usage bars."""
+        """ClusterQueues like `kubectl get clusterqueues -o wide`, with usage bars (-o wide: also
+        reserving workloads, Active, stop policy and age)."""
 
         from projections import views
         from projections.follower import rebuild
@@ -84,11 +83,12 @@ def register(app: typer.Typer) -> None:
                 await log.close()
 
         proj, undecided = run("status", go)
-        if json_out:
-            _print_json({"items": views.cluster_queues(proj), "asOf": views.as_of(proj, undecided)})
+        output = chosen(output, json_out)
+        if output.document:
+            _print_json({"items": views.cluster_queues(proj), "asOf": views.as_of(proj, undecided)}, output)
             return
         console = output_console()
-        console.print(status_table(proj))
+        console.print(status_table(proj, more=output == Output.wide))
         if usage and proj.cluster_queues:
             console.print()
             console.print(usage_table(proj, bar_width=20 if console.width >= 110 else 10))
@@ -107,9 +107,11 @@ def register(app: typer.Typer) -> None:
         offset: int = typer.Option(0, min=0, help="first position to show"),
         limit: int = typer.Option(1000, min=1, help="how many to show (Kueue's visibility API allows at most 4000)"),
         show_all: bool = typer.Option(False, "--all", help="every pending workload, however many"),
+        output: Output = output_option(),
         json_out: bool = _json_flag(),
     ) -> None:
-        """Pending workloads with their positions, as Kueue's visibility API gives them."""
+        """Pending workloads with their positions, as Kueue's visibility API gives them (-o wide:
+        also each one's ClusterQueue and age)."""
 
         from projections import views
         from projections.follower import rebuild
@@ -147,19 +149,23 @@ def register(app: typer.Typer) -> None:
                 f"--offset {page_end} or --all for the rest",
                 err=True,
             )
-        if json_out:
-            _print_json(summary)
+        output = chosen(output, json_out)
+        if output.document:
+            _print_json(summary, output)
         else:
-            output_console().print(pending_table(summary))
+            cq_name = (proj.local_queues[(ns, name)].cluster_queue if sep else queue)
+            output_console().print(pending_table(summary, cluster_queue=cq_name if output == Output.wide else None))
 
     @app.command()
     def history(
         workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload as NS/NAME, or its job as KIND/NAME or KIND/NS/NAME (job/sample-job)"),
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
+        output: Output = output_option(),
         json_out: bool = _json_flag(),
     ) -> None:
-        """Every decision about a workload, with the input event that caused each."""
+        """Every decision about a workload, with the input event that caused each (-o wide: also
+        each decision's offset and when its event was written)."""
 
         from projections import views
         from projections.explain import focus_history
@@ -180,11 +186,12 @@ def register(app: typer.Typer) -> None:
         state = views.workload_state(proj, key)
         if not entries and state is None:
             raise fail("history", f"workload {key} not found")
-        if json_out:
-            _print_json({"workload": key, "state": state, "history": entries, "asOf": views.as_of(proj)})
+        output = chosen(output, json_out)
+        if output.document:
+            _print_json({"workload": key, "state": state, "history": entries, "asOf": views.as_of(proj)}, output)
         else:
             console = output_console()
-            console.print(history_table(entries))
+            console.print(history_table(entries, wide=output == Output.wide))
             if state is not None:
                 console.print(f"now: {state['phase']}", style="bold")
 
@@ -193,9 +200,11 @@ def register(app: typer.Typer) -> None:
         workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload as NS/NAME, or its job as KIND/NAME or KIND/NS/NAME (job/sample-job)"),
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
+        output: Output = output_option(),
         json_out: bool = _json_flag(),
     ) -> None:
-        """A workload's history and, if it is pending, why: flavors tried, what is short, who holds it."""
+        """A workload's history and, if it is pending, why: flavors tried, what is short, who holds
+        it (-o wide: the history with decision offsets and event times)."""
 
         from projections.explain import explain as run_explain
         from streams.cli.render import explain_renderables, output_console
@@ -212,11 +221,12 @@ def register(app: typer.Typer) -> None:
         result = run("explain", go)
         if result["state"] is None and not result["history"]:
             raise fail("explain", f"workload {key} not found")
-        if json_out:
-            _print_json(result)
+        output = chosen(output, json_out)
+        if output.document:
+            _print_json(result, output)
         else:
             console = output_console()
-            for renderable in explain_renderables(result):
+            for renderable in explain_renderables(result, wide=output == Output.wide):
                 console.print(renderable)
 
     @app.command()
