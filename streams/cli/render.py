@@ -337,7 +337,7 @@ def history_table(entries: list[dict[str, Any]], *, wide: bool = False) -> Table
             f"@{cause.get('offset')}.{cause.get('index')}",
             f"{etype}" + (f" {time}" if time else ""),
             Text(kind, style=STYLES.get(kind, "")),
-            details,
+            Text(details),  # not markup: "[flavor]" is text
         )
     return table
 

@@ -26,9 +26,9 @@ class Decided:
     topics: Topics
     created: str = ""  # when a fixture says its configuration was created
 
-    def cli(self, *args: str) -> Result:
-        env = {k: v for k, v in agent_env(self.topics).items() if k.startswith("QUOTAFLOW_")}
-        return CliRunner().invoke(app, [*args, "--broker", self.url], env=env, catch_exceptions=False)
+    def cli(self, *args: str, env: dict[str, str] | None = None) -> Result:
+        settings = {k: v for k, v in agent_env(self.topics).items() if k.startswith("QUOTAFLOW_")}
+        return CliRunner().invoke(app, [*args, "--broker", self.url], env={**settings, **(env or {})}, catch_exceptions=False)
 
     def decide(self, *events: dict[str, Any]) -> int:
         """Append `events`, and return once the agent has decided them all: the last offset."""

@@ -170,3 +170,17 @@ def test_list_workloads_as_objects(cluster: Decided) -> None:
     items = json.loads(cluster.cli("list", "workloads", "-n", "team-a", "-o", "json").output)["items"]
     assert [(i["metadata"]["name"], i["status"]["phase"]) for i in items] == [("runs", "Admitted"), ("waits", "Pending")]
     assert items[1]["status"]["positionInClusterQueue"] == 0
+
+
+def test_get_and_wide_views_are_never_cut_when_piped_even_at_80_columns(cluster: Decided) -> None:
+    long = "a-workload-name-long-enough-to-overflow-an-eighty-column-terminal-line-on-its-own"
+    cluster.decide(submitted(workload(long, cpu="100m")))
+    for view in (["get", "workload", f"team-a/{long}"], ["get", "workload", f"team-a/{long}", "-o", "wide"],
+                 ["list", "workloads", "-A", "-o", "wide"]):
+        shown = cluster.cli(*view, env={"COLUMNS": "80"})
+        assert shown.exit_code == 0, shown.output
+        assert any(long in line.split() for line in shown.output.splitlines()), (view, shown.output)
+    got = cluster.cli("get", "workload", f"team-a/{long}", env={"COLUMNS": "80"}).output
+    assert "team-a-cq: cpu=100m[default-flavor]" in got
+    history = cluster.cli("history", f"team-a/{long}", "-o", "wide", env={"COLUMNS": "80"}).output
+    assert "→ team-a-cq: main×1 cpu=100m[default-flavor]" in history
