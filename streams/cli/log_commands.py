@@ -251,6 +251,14 @@ def register(app: typer.Typer) -> None:
             help=f"port for /health and /status; 0: none (default: ${defaults.ENV_HTTP_PORT} or "
             f"{defaults.DEFAULT_HTTP_PORT} on Kafka, none on SQLite)",
         ),
+        http_host: str = typer.Option(
+            defaults.DEFAULT_HTTP_HOST, "--http-host", envvar=defaults.ENV_HTTP_HOST,
+            help=f"address for /health and /status; anything but loopback needs ${defaults.ENV_HTTP_TOKEN} "
+            f"(or --insecure-bind)",
+        ),
+        insecure_bind: bool = typer.Option(
+            False, "--insecure-bind", help=f"serve /status on a non-loopback address with no token (${defaults.ENV_HTTP_INSECURE}=1)"
+        ),
         snapshot_every: int = typer.Option(
             defaults.DEFAULT_SNAPSHOT_EVERY, envvar=defaults.ENV_SNAPSHOT_EVERY, help="snapshot after this many input events"
         ),
@@ -314,6 +322,13 @@ def register(app: typer.Typer) -> None:
             step_bytes=step_bytes,
             engine_process=defaults.default_engine_process() if engine_process is None else engine_process,
         )
+        from streams.http_guard import GuardError, HttpGuard
+
+        try:
+            guard = HttpGuard.from_env(host=http_host, insecure=insecure_bind)
+            guard.check()
+        except GuardError as exc:
+            raise fail("agent", str(exc), 2) from None
         runner = Agent(log, config)
         if url.scheme == "kafka":
             from streams.log.kafka_config import KafkaConfigError, KafkaSecurity
@@ -328,12 +343,13 @@ def register(app: typer.Typer) -> None:
                 bootstrap=url.location,
                 credentials=security.faust_credentials(),
                 http_port=port,
+                guard=guard,
                 log_level=log_level.lower(),
             )
             run_kafka_worker(app_, log_level.lower())
         else:
             port = http_port if http_port is not None else int(os.environ.get(defaults.ENV_HTTP_PORT) or 0)
-            run_embedded_worker(runner, http_port=port, log_level=log_level.lower())
+            run_embedded_worker(runner, http_port=port, guard=guard, log_level=log_level.lower())
 
     @app.command()
     def demo(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -257,21 +258,48 @@ def register(app: typer.Typer) -> None:
     def serve(
         broker: str = broker_option(),
         port: int = typer.Option(8080, "--port", envvar="QUOTAFLOW_VIEWS_PORT", help="HTTP port (0: any free port)"),
-        host: str = typer.Option("0.0.0.0", "--host", help="address to bind"),
+        host: str = typer.Option(
+            "127.0.0.1", "--host", envvar="QUOTAFLOW_VIEWS_HOST",
+            help="address to bind; anything but loopback needs a token ($QUOTAFLOW_HTTP_TOKEN), --tls-client-ca or --insecure-bind",
+        ),
+        insecure_bind: bool = typer.Option(
+            False, "--insecure-bind", help="serve on a non-loopback address with no authentication at all ($QUOTAFLOW_HTTP_INSECURE=1)"
+        ),
+        tls_cert: Path | None = typer.Option(None, "--tls-cert", help="serve HTTPS with this certificate (PEM) ($QUOTAFLOW_HTTP_TLS_CERT)"),
+        tls_key: Path | None = typer.Option(None, "--tls-key", help="... and this key ($QUOTAFLOW_HTTP_TLS_KEY)"),
+        tls_client_ca: Path | None = typer.Option(
+            None, "--tls-client-ca", help="require client certificates signed by this CA: mTLS ($QUOTAFLOW_HTTP_TLS_CLIENT_CA)"
+        ),
+        max_in_flight: int = typer.Option(64, "--max-in-flight", min=1, help="requests handled at once (more wait, up to a bound)"),
     ) -> None:
-        """Serve the views (JSON) and Prometheus /metrics over HTTP, following the logs."""
+        """Serve the views (JSON) and Prometheus /metrics over HTTP, following the logs.
+
+        Read-only; 127.0.0.1 unless --host says otherwise. With $QUOTAFLOW_HTTP_TOKEN (or
+        $QUOTAFLOW_HTTP_TOKEN_FILE) set, every request needs `Authorization: Bearer TOKEN`."""
         from projections.server import ProjectionServer
+        from streams.http_guard import GuardError, HttpGuard
+
+        try:
+            guard = HttpGuard.from_env(
+                host=host, insecure=insecure_bind, tls_cert=tls_cert, tls_key=tls_key, tls_client_ca=tls_client_ca,
+                max_in_flight=max_in_flight,
+            )
+            guard.check()
+        except GuardError as exc:
+            raise fail("serve", str(exc), 2) from None
 
         async def go() -> None:
             log, topics = await _open(broker)
-            server = ProjectionServer(log, topics)
+            server = ProjectionServer(log, topics, guard=guard)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
             try:
-                bound = await server.start(host, port)
-                typer.echo(f"quotaflow views on http://{host}:{bound} (log {log.url})", err=True)
+                bound = await server.start(port=port)
+                shown = f"[{host}]" if ":" in host else host
+                auth = "bearer token" if guard.token else ("client certificates" if guard.tls_client_ca else "no authentication")
+                typer.echo(f"quotaflow views on {guard.scheme}://{shown}:{bound} ({auth}; log {log.url})", err=True)
                 await stop.wait()
             finally:
                 await server.stop()
