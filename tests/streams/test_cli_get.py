@@ -186,3 +186,17 @@ def test_get_and_wide_views_are_never_cut_when_piped_even_at_80_columns(cluster:
     assert "team-a-cq: cpu=100m[default-flavor]" in got
     history = cluster.cli("history", f"team-a/{long}", "-o", "wide", env={"COLUMNS": "80"}).output
     assert "→ team-a-cq: main×1 cpu=100m[default-flavor]" in history
+
+
+def test_get_a_finished_or_deleted_workload_shows_what_is_left(cluster: Decided) -> None:
+    cluster.decide({"type": "WorkloadFinished", "namespace": "team-a", "name": "runs"},
+                   {"type": "WorkloadDeleted", "namespace": "team-a", "name": "waits"})
+    finished = json.loads(cluster.cli("get", "workload", "team-a/runs", "-o", "json").output)
+    assert finished["status"]["phase"] == "Finished"
+    assert [h["decision"]["type"] for h in finished["history"]] == ["Admitted", "Finished"]
+    deleted = cluster.cli("get", "workload", "team-a/waits")
+    assert deleted.exit_code == 0, deleted.output
+    assert deleted.output.splitlines()[2].split()[:2] == ["team-a", "waits"] and "Deleted" in deleted.output
+    # the freed quota lets nothing else in: the ClusterQueue is empty again
+    cq = json.loads(cluster.cli("get", "cq", "team-a-cq", "-o", "json").output)["status"]
+    assert (cq["pendingWorkloads"], cq["reservingWorkloads"], cq["admittedWorkloads"]) == (0, 0, 0)
