@@ -231,8 +231,9 @@ def register(app: typer.Typer) -> None:
                 console.print(renderable)
 
     @app.command()
-    def audit(broker: str = broker_option()) -> None:
-        """Replay the input log through a fresh engine; compare every recorded decision byte for byte."""
+    def audit(broker: str = broker_option(), output: Output = output_option()) -> None:
+        """Replay the input log through a fresh engine; compare every recorded decision byte for byte
+        (-o json|yaml: {ok, verified, events, auditedUpTo, inputEnd, seconds, divergence})."""
         from projections.audit import audit as run_audit
         from streams.cli.progress import Progress
 
@@ -250,7 +251,22 @@ def register(app: typer.Typer) -> None:
                 await log.close()
 
         result = run("audit", go)
-        typer.echo(result.describe())
+        if output.document:
+            d = result.divergence
+
+            def text(value: bytes | None) -> str | None:
+                return value.decode(errors="replace") if value is not None else None
+
+            print_document({
+                "ok": result.ok, "verified": result.verified, "events": result.events, "auditedUpTo": result.audited_upto,
+                "inputEnd": result.input_end, "seconds": round(result.seconds, 3),
+                "divergence": None if d is None else {
+                    "inputOffset": d.input_offset, "index": d.index, "decisionOffset": d.decision_offset,
+                    "recorded": text(d.recorded), "replayed": text(d.replayed),
+                },
+            }, output)
+        else:
+            typer.echo(result.describe())
         if not result.ok:
             raise typer.Exit(1)
 

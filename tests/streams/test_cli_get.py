@@ -164,6 +164,9 @@ def test_every_view_takes_o_json_and_yaml_with_the_same_document(cluster: Decide
     for view, more in ((["status"], "STOP POLICY"), (["pending", "team-a-cq"], "AGE"), (["history", "team-a/runs"], "DECISION OFFSET"),
                        (["list", "workloads", "-A"], "PRIORITY"), (["list", "cohorts"], "EXPLICIT")):
         assert more in cluster.cli(*view, "-o", "wide").output and more not in cluster.cli(*view).output, view
+    audited = json.loads(cluster.cli("audit", "-o", "json").output)
+    assert audited["ok"] and audited["verified"] == 6 and audited["divergence"] is None
+    assert {**yaml.safe_load(cluster.cli("audit", "-o", "yaml").output), "seconds": 0} == {**audited, "seconds": 0}
     # --json, from before -o, is -o json
     assert json.loads(cluster.cli("status", "--json").output) == json.loads(cluster.cli("status", "-o", "json").output)
 
