@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import logging
 import os
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from streams.settings import DEFAULT_HTTP_HOST as DEFAULT_HOST
 from streams.settings import ENV_HTTP_INSECURE as ENV_INSECURE
@@ -181,6 +183,7 @@ class HttpGuard:
         return web.AppRunner(
             app,
             access_log=None,
+            logger=_SERVER_LOG,
             max_line_size=self.max_line,
             max_field_size=self.max_field,
         )
@@ -194,6 +197,20 @@ class HttpGuard:
         server: Any = site._server
         sockets = server.sockets if server is not None else []
         return int(sockets[0].getsockname()[1]) if sockets else port
+
+
+class _ClientErrors(logging.Filter):
+    """A request the parser refused (not HTTP, too long, malformed) is answered 400 and is the
+    client's mistake: aiohttp would log each with a traceback at ERROR, which lets anyone who can
+    connect fill the logs. Dropped; the server's own errors still get through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, HttpProcessingError)
+
+
+_SERVER_LOG = logging.getLogger("quotaflow.http")
+_SERVER_LOG.addFilter(_ClientErrors())
 
 
 class _Gate:

@@ -5,6 +5,7 @@ TLS with client certificates, and a burst of 1,000 concurrent requests served.""
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 import socket
 import ssl
@@ -113,7 +114,7 @@ async def test_every_request_needs_the_token_when_one_is_set(guarded: Projection
                 assert response.status == status, path
 
 
-async def test_read_only_and_bounded_requests(guarded: ProjectionServer) -> None:
+async def test_read_only_and_bounded_requests(guarded: ProjectionServer, caplog: pytest.LogCaptureFixture) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}"}
     async with aiohttp.ClientSession() as http:
         for method in ("POST", "PUT", "DELETE", "PATCH"):
@@ -137,6 +138,8 @@ async def test_read_only_and_bounded_requests(guarded: ProjectionServer) -> None
                     b"GET /health HTTP/1.1\r\nContent-Length: -5\r\n\r\n"):
         answer = await asyncio.to_thread(raw_request, guarded.port, garbage)
         assert answer.startswith(b"HTTP/1.") and answer.split()[1] == b"400", (garbage, answer[:200])
+    # refused without a traceback in the logs for each (anyone who can connect could fill them)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
     # ... and the server still serves
     async with aiohttp.ClientSession() as http, http.get(url(guarded, "/health"), headers=auth) as response:
         assert response.status == 200
