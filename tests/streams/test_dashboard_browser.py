@@ -160,7 +160,7 @@ def test_the_dashboard_shows_the_demo_updates_live_and_travels_in_time(cluster: 
     browser.get(base + "/#/workload/team-a/too-many")
     wait_for(browser, lambda d: "History" in main_text(d), "the workload page loads")
     assert "Pending" in main_text(browser)
-    browser.find_element(By.CSS_SELECTOR, "#main details summary").click()
+    browser.find_element(By.XPATH, "//main//summary[contains(., 'View YAML')]").click()
     wait_for(browser, lambda d: "queueName: user-queue" in main_text(d), "View YAML shows the Workload")
 
     # Time travel: as of the offset before job-1 finished, job-2 was still pending.
