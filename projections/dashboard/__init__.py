@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import OrderedDict
 from importlib import resources
 from pathlib import Path
@@ -44,6 +45,7 @@ STATIC_FILES = {
     "dashboard.css": "text/css",
 }
 AS_OF_CACHE = 4
+OVERVIEW_EVERY_SECONDS = 1.0
 RECENT_DECISIONS = 200
 
 _encode = msgspec.json.Encoder().encode
@@ -70,6 +72,7 @@ class Dashboard:
         self.hub = Hub(source.follower.recent_decisions)
         self._as_of: OrderedDict[int, Projection] = OrderedDict()
         self._as_of_lock = asyncio.Lock()
+        self._overview: tuple[tuple[int, int], float, bytes] | None = None
         source.follower.on_progress(lambda: self.hub.notify(source.projection.position))
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -126,7 +129,18 @@ class Dashboard:
 
     async def overview(self, request: web.Request) -> web.Response:
         proj = await self._projection(request)
-        return self._json(data.overview(proj), proj)
+        if proj is not self.source.projection:
+            return self._json(data.overview(proj), proj)
+        # Every open page asks for the overview after each change it hears of; on a busy big
+        # cluster one computation a second serves them all (the body says as of when).
+        key = (proj.position, proj.next_decision_offset)
+        now = time.monotonic()
+        cached = self._overview
+        if cached is None or (cached[0] != key and now - cached[1] >= OVERVIEW_EVERY_SECONDS):
+            body = self._json(data.overview(proj), proj).body
+            assert isinstance(body, bytes)
+            cached = self._overview = (key, now, body)
+        return web.Response(body=cached[2], content_type="application/json")
 
     async def workloads(self, request: web.Request) -> web.Response:
         proj = await self._projection(request)

@@ -136,18 +136,18 @@ def overview(p: Projection) -> dict[str, Any]:
             "lending": status["lending"],
         })
     local_queues = []
-    for lq in views.local_queues(p):
-        conditions = lq["status"].get("conditions") or [{}]
-        spec = lq["spec"]
+    for key in sorted(p.local_queues):
+        lq = p.local_queues[key]
+        counts = views.local_queue_counts(p, key)
+        active, reason, _ = views.local_queue_active(p, key)
         local_queues.append({
-            "namespace": lq["metadata"]["namespace"],
-            "name": lq["metadata"]["name"],
-            "clusterQueue": spec.get("clusterQueue"),
-            "status": ("stopped" if (spec.get("stopPolicy") or STOP_NONE) != STOP_NONE
-                       else "active" if conditions[0].get("status") == "True" else "inactive"),
-            "reason": conditions[0].get("reason"),
-            "pending": lq["status"].get("pendingWorkloads", 0),
-            "admitted": lq["status"].get("admittedWorkloads", 0),
+            "namespace": key[0],
+            "name": key[1],
+            "clusterQueue": lq.cluster_queue,
+            "status": "stopped" if lq.stop_policy != STOP_NONE else "active" if active else "inactive",
+            "reason": reason,
+            "pending": counts["pending"],
+            "admitted": counts["admitted"],
         })
     flavors = []
     for name in sorted(set(p.flavors) | set(flavor_users)):
