@@ -16,6 +16,7 @@ both logs on Kafka *or* SQLite, and a Faust app cannot start without Kafka. The 
 | `GET /apis/visibility.kueue.x-k8s.io/v1beta1/...` | Kueue's visibility paths (clusterqueues/{name}/pendingworkloads, namespaces/{ns}/localqueues/{name}/pendingworkloads) |
 | `GET /metrics` | Prometheus, Kueue's metric names |
 | `GET /status`, `/health` | where the projection stands |
+| `GET /`, `/api/...` | the dashboard and its data (projections/dashboard) |
 
 Every JSON view carries `asOf` (input offset, decision offset, undecided events).
 
@@ -29,13 +30,14 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from projections import views
+from projections import dashboard, views
 from projections.fold import Projection
 from projections.follower import Follower
 from projections.metrics import exposition, registry_for
@@ -46,9 +48,13 @@ _encode = msgspec.json.Encoder().encode
 
 
 class ProjectionServer:
-    def __init__(self, log: EventLog, topics: Topics, *, recent: int = 20_000, guard: HttpGuard | None = None) -> None:
+    def __init__(
+        self, log: EventLog, topics: Topics, *, recent: int = 20_000, reports: Path | None = None, guard: HttpGuard | None = None
+    ) -> None:
         self.log = log
-        self.guard = guard or HttpGuard()
+        # the dashboard's live stream holds its request open: not counted among requests at once
+        self.guard = dataclasses.replace(guard or HttpGuard(), streaming_paths=("/api/stream",))
+        self.reports = reports  # what-if HTML reports the dashboard lists
         self.topics = topics
         self.projection = Projection()
         self.follower = Follower(log, topics, self.projection, recent=recent)
@@ -246,4 +252,5 @@ class ProjectionServer:
         app = self.guard.application()
         for path, handler in routes:
             app.router.add_get(path, handler)
+        dashboard.register(app, self, self.reports)
         return app

@@ -287,8 +287,12 @@ def register(app: typer.Typer) -> None:
             None, "--tls-client-ca", help="require client certificates signed by this CA: mTLS ($QUOTAFLOW_HTTP_TLS_CLIENT_CA)"
         ),
         max_in_flight: int = typer.Option(64, "--max-in-flight", min=1, help="requests handled at once (more wait, up to a bound)"),
+        reports: Path | None = typer.Option(
+            None, "--reports", exists=True, file_okay=False, dir_okay=True,
+            help="a directory of what-if HTML reports (quotaflow whatif --html) the dashboard lists",
+        ),
     ) -> None:
-        """Serve the views (JSON) and Prometheus /metrics over HTTP, following the logs.
+        """Serve the dashboard at /, the views (JSON) and Prometheus /metrics over HTTP, following the logs.
 
         Read-only; 127.0.0.1 unless --host says otherwise. With $QUOTAFLOW_HTTP_TOKEN (or
         $QUOTAFLOW_HTTP_TOKEN_FILE) set, every request needs `Authorization: Bearer TOKEN`."""
@@ -306,7 +310,7 @@ def register(app: typer.Typer) -> None:
 
         async def go() -> None:
             log, topics = await _open(broker)
-            server = ProjectionServer(log, topics, guard=guard)
+            server = ProjectionServer(log, topics, reports=reports, guard=guard)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -315,7 +319,7 @@ def register(app: typer.Typer) -> None:
                 bound = await server.start(port=port)
                 shown = f"[{host}]" if ":" in host else host
                 auth = "bearer token" if guard.token else ("client certificates" if guard.tls_client_ca else "no authentication")
-                typer.echo(f"quotaflow views on {guard.scheme}://{shown}:{bound} ({auth}; log {log.url})", err=True)
+                typer.echo(f"quotaflow dashboard and views on {guard.scheme}://{shown}:{bound}/ ({auth}; log {log.url})", err=True)
                 await stop.wait()
             finally:
                 await server.stop()
