@@ -89,6 +89,10 @@ class HttpGuard:
     # Paths answered without the token: the agent's /health, for Kubernetes probes, which carry
     # no credentials (it tells only the agent's role).
     open_paths: tuple[str, ...] = ()
+    # Paths that stay open as long as the client listens (the dashboard's server-sent events):
+    # outside the bound on requests at once, which they would hold forever; they keep their own
+    # (projections/dashboard/live.py turns away pages past its limit with 503).
+    streaming_paths: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> HttpGuard:
@@ -167,6 +171,8 @@ class HttpGuard:
             length = request.content_length
             if (length is not None and length > self.max_body) or (length is None and request.body_exists):
                 return _problem(413, "RequestEntityTooLarge", f"these endpoints take no request body (at most {self.max_body} bytes)")
+            if request.path in self.streaming_paths:
+                return await handler(request)
             if not await gate.enter():
                 return _problem(503, "ServiceUnavailable", "too many requests at once; retry", {"Retry-After": "1"})
             try:
@@ -192,7 +198,7 @@ class HttpGuard:
         """Check the settings, bind, and return the bound port."""
         self.check()
         await runner.setup()
-        site = web.TCPSite(runner, self.host, port, ssl_context=self.ssl_context(), backlog=min(self.max_queued, 4096))
+        site = web.TCPSite(runner, self.host, port, ssl_context=self.ssl_context(), backlog=max(128, min(self.max_in_flight + self.max_queued, 4096)))
         await site.start()
         server: Any = site._server
         sockets = server.sockets if server is not None else []

@@ -215,3 +215,24 @@ async def test_tls_with_client_certificates(tmp_path: Path) -> None:
     finally:
         await server.stop()
         await server.log.close()
+
+
+async def test_the_dashboards_live_stream_does_not_take_a_request_slot(tmp_path: Path) -> None:
+    server = await serving(tmp_path, HttpGuard(token=TOKEN, max_in_flight=1, max_queued=0, queue_timeout=0.1))
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with http.get(url(server, "/api/stream")) as refused:
+                assert refused.status == 401  # the token still holds for it
+            stream = await http.get(url(server, "/api/stream"), headers=auth)
+            try:
+                assert stream.status == 200 and stream.headers["Content-Type"] == "text/event-stream"
+                assert (await asyncio.wait_for(stream.content.readline(), 10)).startswith(b"retry:")  # open, and stays open
+                for _ in range(3):  # the one slot is still free for everything else
+                    async with http.get(url(server, "/health"), headers=auth) as response:
+                        assert response.status == 200
+            finally:
+                stream.close()
+    finally:
+        await server.stop()
+        await server.log.close()
