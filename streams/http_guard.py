@@ -10,7 +10,10 @@ Both are aiohttp servers, so one set of rules, as aiohttp middleware and site op
 - **Read-only.** GET and HEAD only (405 otherwise); nothing served changes anything.
 - **Bearer token** (`QUOTAFLOW_HTTP_TOKEN`, or `QUOTAFLOW_HTTP_TOKEN_FILE` for a mounted
   Secret): when set, every request without `Authorization: Bearer <token>` gets 401, the token
-  compared in constant time (`hmac.compare_digest`).
+  compared in constant time (`hmac.compare_digest`). A browser cannot add that header, so the
+  dashboard is opened once as `/?token=TOKEN`: the guard answers with an HttpOnly, SameSite=Strict
+  cookie holding the token (Secure under TLS) and a redirect to `/`, and accepts the cookie as it
+  accepts the header.
 - **TLS / mTLS** (`--tls-cert`/`--tls-key`, `--tls-client-ca` to require client certificates):
   Python's `ssl`, which aiohttp serves directly.
 - **Bounds.** A request may carry no body (these are GET endpoints): one that announces more than
@@ -52,6 +55,7 @@ DEFAULT_MAX_FIELD = 8190  # one header
 DEFAULT_MAX_IN_FLIGHT = 64
 DEFAULT_MAX_QUEUED = 4096
 DEFAULT_QUEUE_TIMEOUT = 10.0
+COOKIE = "quotaflow_token"  # the dashboard's copy of the bearer token (see `guard`)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -160,11 +164,24 @@ class HttpGuard:
         expected = f"Bearer {self.token}".encode() if self.token is not None else None
         gate = _Gate(self.max_in_flight, self.max_queued, self.queue_timeout)
 
+        def matches(token: str | None) -> bool:
+            given = f"Bearer {token}".encode("utf-8", "surrogateescape") if token is not None else b""
+            return expected is not None and hmac.compare_digest(given, expected)
+
         @web.middleware
         async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             if expected is not None and request.path not in self.open_paths:
-                given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
-                if not hmac.compare_digest(given, expected):
+                header = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+                if request.path == "/" and "token" in request.query and request.method == "GET":
+                    # A browser cannot send a bearer header: the dashboard is opened once as
+                    # /?token=..., which trades the token for a cookie and drops it from the URL.
+                    if not matches(request.query["token"]):
+                        return _problem(401, "Unauthorized", "wrong token", {"WWW-Authenticate": 'Bearer realm="quotaflow"'})
+                    response = web.HTTPSeeOther("/")
+                    response.set_cookie(COOKIE, request.query["token"], path="/", httponly=True,
+                                        samesite="Strict", secure=self.tls_cert is not None)
+                    return response
+                if not (hmac.compare_digest(header, expected) or matches(request.cookies.get(COOKIE))):
                     return _problem(401, "Unauthorized", "a bearer token is required", {"WWW-Authenticate": 'Bearer realm="quotaflow"'})
             if request.method not in ("GET", "HEAD"):
                 return _problem(405, "MethodNotAllowed", "read-only: GET and HEAD only", {"Allow": "GET, HEAD"})

@@ -236,3 +236,21 @@ async def test_the_dashboards_live_stream_does_not_take_a_request_slot(tmp_path:
     finally:
         await server.stop()
         await server.log.close()
+
+
+async def test_the_dashboard_trades_the_token_in_its_url_for_a_cookie(guarded: ProjectionServer) -> None:
+    # unsafe: keep cookies from an IP address, as browsers do (aiohttp's jar does not by default)
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with http.get(url(guarded, "/?token=wrong-token-of-enough-length"), allow_redirects=False) as wrong:
+            assert wrong.status == 401 and "quotaflow_token" not in wrong.cookies
+        async with http.get(url(guarded, "/api/overview")) as before:
+            assert before.status == 401
+        async with http.get(url(guarded, f"/?token={TOKEN}"), allow_redirects=False) as login:
+            assert login.status == 303 and login.headers["Location"] == "/"
+            cookie = login.cookies["quotaflow_token"]
+            assert cookie.value == TOKEN and cookie["httponly"] and cookie["samesite"] == "Strict"
+        async with http.get(url(guarded, "/api/overview")) as after:  # the session sends the cookie
+            assert after.status == 200
+    async with aiohttp.ClientSession(cookies={"quotaflow_token": "not-the-token-at-all-xx"}) as http:
+        async with http.get(url(guarded, "/api/overview")) as forged:
+            assert forged.status == 401
