@@ -26,18 +26,15 @@ and `maxEventBytes`, the largest record a tenant topic may send.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from domain import reasons
-from domain.fields import Fields, InvalidInput, type_name
+from domain.fields import InvalidInput, type_name
 from domain.names import label_problem, shown
-
-if TYPE_CHECKING:  # the Configuration (domain/objects.py) holds TenantLimits; State holds that
-    from domain.state import State
+from domain.state import State
+from domain.tenant_limits import TENANT_PREFIX, TenantLimits
 
 ADMIN: Final = "admin"
-TENANT_PREFIX: Final = "tenant:"
 
 # What a tenant topic may carry: a workload's own lifecycle, nothing that changes quota.
 TENANT_EVENTS: Final = frozenset(
@@ -146,69 +143,7 @@ def check_source(source: str | None, etype: object, raw: Mapping[str, Any]) -> N
         )
 
 
-# -- limits per tenant ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class NamespaceLimits:
-    max_pending_workloads: int | None = None
-    max_event_bytes: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TenantLimits:
-    """`quotaflow.tenantLimits`: defaults for every namespace, and per-namespace overrides."""
-
-    default: NamespaceLimits = NamespaceLimits()
-    namespaces: Mapping[str, NamespaceLimits] = field(default_factory=dict)
-
-    def of(self, namespace: str) -> NamespaceLimits:
-        return self.namespaces.get(namespace, self.default)
-
-
-NO_TENANT_LIMITS: Final = TenantLimits()
-
-
-def _limits(f: Fields, inherited: NamespaceLimits) -> NamespaceLimits:
-    pending = f.opt_int("maxPendingWorkloads")
-    size = f.opt_int("maxEventBytes")
-    if pending is not None and pending < 0:
-        raise f.fail("maxPendingWorkloads", "must be greater than or equal to 0")
-    if size is not None and size < 1:
-        raise f.fail("maxEventBytes", "must be greater than 0")
-    return NamespaceLimits(
-        inherited.max_pending_workloads if pending is None else pending,
-        inherited.max_event_bytes if size is None else size,
-    )
-
-
-def parse_tenant_limits(own: Fields) -> TenantLimits:
-    """`tenantLimits: {maxPendingWorkloads, maxEventBytes, namespaces: {NS: {...}}}` of the
-    Configuration's `quotaflow` stanza; a namespace's own value overrides the default."""
-    section = own.opt_sub("tenantLimits")
-    if section is None:
-        return NO_TENANT_LIMITS
-    default = _limits(section, NamespaceLimits())
-    listed = section.sub("namespaces")
-    namespaces: dict[str, NamespaceLimits] = {}
-    for name in sorted(listed.data, key=str):
-        if not isinstance(name, str) or label_problem(name) is not None:
-            raise listed.fail(str(name), "not a namespace name")
-        namespaces[name] = _limits(listed.sub(name), default)
-    return TenantLimits(default, namespaces)
-
-
-def check_event_size(limits: TenantLimits, source: str | None, size: int | None) -> None:
-    """A tenant topic's record over its namespace's `maxEventBytes` is refused whole."""
-    if size is None or source is None or not source.startswith(TENANT_PREFIX):
-        return
-    namespace = source[len(TENANT_PREFIX) :]
-    limit = limits.of(namespace).max_event_bytes
-    if limit is not None and size > limit:
-        raise InvalidInput(
-            reasons.LIMIT_EXCEEDED,
-            f'record is {size} bytes, over tenantLimits maxEventBytes of {limit} bytes for source "{source}"',
-        )
+# -- limits per tenant (domain/tenant_limits.py holds their configuration) --------------------
 
 
 def pending_in(state: State, namespace: str) -> int:

@@ -23,7 +23,6 @@ from mypy_extensions import mypyc_attr
 from domain import local_queue_usage, reasons
 from domain.admission_checks import check_state_changed
 from domain.authority import (
-    check_event_size,
     check_inner_source,
     check_pending,
     check_source,
@@ -58,6 +57,7 @@ from domain.names import shown
 from domain.objects import ConfigObject
 from domain.scheduler import schedule
 from domain.state import State
+from domain.tenant_limits import check_event_size
 from domain.typed_decoding import NotTyped
 from domain.typed_decoding import decode as decode_typed
 from domain.typed_decoding import workload_ref as typed_ref

@@ -13,7 +13,6 @@ from typing import Any
 
 from domain import reasons
 from domain.api_fields import check_api_version, check_strict, unsupported_kind
-from domain.authority import NO_TENANT_LIMITS, TenantLimits, parse_tenant_limits
 from domain.admission_fair_sharing import (
     ADMISSION_MODES,
     AdmissionFairSharing,
@@ -25,6 +24,7 @@ from domain.quantity import QuantityError, amount
 from domain.quota import FR, fr_key
 from domain.resource_transformations import NO_RESOURCES, ResourcesConfig, parse_resources
 from domain.selectors import LabelSelector, SelectorError
+from domain.tenant_limits import NO_TENANT_LIMITS, TenantLimits, parse_tenant_limits
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 

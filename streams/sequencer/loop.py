@@ -43,12 +43,15 @@ class SequencerConfig:
 
     @property
     def pattern(self) -> str:
-        return f"^({re.escape(self.admin_topic)}|{re.escape(self.tenant_prefix)}.+)$"
+        """The admin topic and every tenant topic whose suffix is a namespace name (a DNS label);
+        a topic with another suffix is not subscribed, so no record of it is read and dropped."""
+        namespace = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+        return f"^({re.escape(self.admin_topic)}|{re.escape(self.tenant_prefix)}{namespace})$"
 
 
 def source_of(topic: str, config: SequencerConfig) -> str | None:
-    """The source a topic stands for: `admin`, `tenant:<namespace>`, or None (not one of ours,
-    or a tenant topic whose suffix is no namespace name: its records are left unread)."""
+    """The source a topic stands for: `admin`, `tenant:<namespace>`, or None (not one of ours:
+    the subscription's pattern leaves such topics out)."""
     if topic == config.admin_topic:
         return ADMIN
     if topic.startswith(config.tenant_prefix):
@@ -96,16 +99,18 @@ async def _step(
         for tp in sorted(batches, key=lambda t: (t.topic, t.partition)):
             records = batches[tp]
             source = source_of(tp.topic, config)
+            if source is None:  # cannot happen with the pattern: say so rather than drop quietly
+                log.error("not a source topic: records left out", topic=tp.topic, records=len(records))
+                continue
             for r in records:
-                if source is not None:
-                    await producer.send(
-                        config.input_topic,
-                        value=sequenced(r.value, source),
-                        key=r.key,
-                        headers=list(r.headers or ()),
-                        partition=0,
-                    )
-                    sent += 1
+                await producer.send(
+                    config.input_topic,
+                    value=sequenced(r.value, source),
+                    key=r.key,
+                    headers=list(r.headers or ()),
+                    partition=0,
+                )
+                sent += 1
             if records:
                 positions[tp] = OffsetAndMetadata(records[-1].offset + 1, "")
         await producer.send_offsets_to_transaction(positions, config.group_id)
