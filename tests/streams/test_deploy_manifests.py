@@ -67,3 +67,17 @@ def test_a_network_policy_admits_only_the_http_port() -> None:
     assert sorted(policy["policyTypes"]) == ["Egress", "Ingress"]
     (rule,) = policy["ingress"]
     assert [p["port"] for p in rule["ports"]] == [int(m["ConfigMap"]["data"][settings.ENV_HTTP_PORT])]
+
+
+def test_the_sequencer_runs_alone_unprivileged_with_the_agents_settings() -> None:
+    docs = {d["kind"]: d for d in yaml.safe_load_all((ROOT / "deploy" / "sequencer.yaml").read_text()) if d}
+    deployment = docs["Deployment"]["spec"]
+    assert deployment["replicas"] == 1 and deployment["strategy"] == {"type": "Recreate"}
+    pod = deployment["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["quotaflow", "sequence"]
+    refs = {next(iter(r.values()))["name"] for r in container["envFrom"]}
+    assert refs == {manifests()["ConfigMap"]["metadata"]["name"], "quotaflow-kafka-credentials"}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert docs["NetworkPolicy"]["spec"]["ingress"] == []

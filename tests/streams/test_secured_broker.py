@@ -55,6 +55,8 @@ def acls() -> list[Acl]:
         # LITERAL, not PREFIXED: "quotaflow.tenant.team-a" as a prefix also names team-ab's topic.
         *(Acl("User:tenant-a", "TOPIC", "LITERAL", TENANT_A, op) for op in write),
         *(Acl("User:tenant-b", "TOPIC", "LITERAL", TENANT_B, op) for op in write),
+        # seeing that the installation's topics exist (the CLI checks before it writes)
+        *(Acl(f"User:{t}", "TOPIC", "PREFIXED", "quotaflow.", "DESCRIBE") for t in ("tenant-a", "tenant-b")),
         Acl("User:agent", "TOPIC", "PREFIXED", "quotaflow.", "ALL"),
         Acl("User:agent", "GROUP", "LITERAL", "*", "ALL"),
         Acl("User:agent", "TRANSACTIONAL_ID", "LITERAL", "*", "ALL"),
@@ -85,7 +87,8 @@ async def _create_topics(broker: LocalBroker) -> None:
     await admin.start()
     try:
         names = [ADMIN_TOPIC, TENANT_A, TENANT_B, TOPICS.input, TOPICS.decisions]
-        await admin.create_topics([NewTopic(n, 1, 1) for n in names])
+        compacted = NewTopic(TOPICS.snapshots, 1, 1, topic_configs={"cleanup.policy": "compact"})
+        await admin.create_topics([*(NewTopic(n, 1, 1) for n in names), compacted])
     finally:
         await admin.close()
 
@@ -222,7 +225,12 @@ def test_tenant_events_are_held_to_their_source_and_the_decisions_replay(secured
             await wait_until(configured, 60, "the configuration sequenced")
             await produce(secured, "tenant-a", TENANT_A, [{"type": "ConfigApplied", "id": "raise", "object": cluster_queue(100_000)}])
             await produce(secured, "tenant-a", TENANT_A, [{"type": "WorkloadSubmitted", "id": "w1", "workload": workload("a1", "team-b")}])
-            await produce(secured, "tenant-a", TENANT_A, [{"type": "WorkloadSubmitted", "id": "w2", "workload": workload("a2", "team-a")}])
+            # the CLI, pointed at the tenant's topic with the tenant's credentials
+            job = tmp_path / "a2.yaml"
+            job.write_text(json.dumps(workload("a2", "team-a")))
+            tenant_env = {**os.environ, **env_for("tenant-a"), "QUOTAFLOW_INPUT_TOPIC": TENANT_A, "QUOTAFLOW_DECISIONS_TOPIC": TOPICS.decisions, "QUOTAFLOW_SNAPSHOTS_TOPIC": TOPICS.snapshots}
+            submitted = cli(["submit", "-f", str(job), "--no-wait", "--broker", f"kafka://{secured.bootstrap}"], tenant_env)
+            assert submitted.returncode == 0, submitted.stderr.decode()
             # a producer's own `source` claim is overwritten by the sequencer
             await produce(secured, "tenant-b", TENANT_B, [{"type": "ConfigDeleted", "source": "admin", "kind": "ClusterQueue", "name": "cq"}])
 

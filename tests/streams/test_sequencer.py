@@ -4,6 +4,9 @@ it appends. Its Kafka behaviour is tested on a secured broker (test_secured_brok
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -48,3 +51,15 @@ def test_the_source_is_set_and_a_producers_claim_overwritten() -> None:
 @pytest.mark.parametrize("record", [b"not json", b"[1,2]", b'"text"', b"", None, b"[" * (limits.MAX_DEPTH + 2)])
 def test_what_is_not_an_event_object_goes_in_unchanged_for_the_engine_to_reject(record: bytes | None) -> None:
     assert sequenced(record, "tenant:team-a") == (record or b"")
+
+
+def test_the_sequencer_refuses_sqlite(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "streams.cli.main", "sequence", "--broker", f"sqlite:///{tmp_path / 'q.db'}"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "SQLite is a single-user log" in done.stderr.decode()
+    assert not (tmp_path / "q.db").exists()
