@@ -148,7 +148,8 @@ def check_source(source: str | None, etype: object, raw: Mapping[str, Any]) -> N
 
 def pending_in(state: State, namespace: str) -> int:
     """Workloads of `namespace` submitted and not admitted (queued, parked, evicted and requeued).
-    Costs the namespace's LocalQueues and their workloads, only where a limit is set."""
+    Costs a look at every LocalQueue's key and a walk of the namespace's workloads, and only
+    where a limit is set."""
     count = 0
     for (ns, _), members in state.by_local_queue.items():
         if ns == namespace:
@@ -179,6 +180,6 @@ def check_pending(state: State, limits: TenantLimits, etype: object, raw: Mappin
     if pending >= limit:
         raise InvalidInput(
             reasons.LIMIT_EXCEEDED,
-            f'namespace "{namespace}" has {pending} pending workloads, at its tenantLimits '
-            f"maxPendingWorkloads of {limit}",
+            f'namespace "{namespace}" is at its tenantLimits maxPendingWorkloads of {limit}: '
+            f"{pending} submitted and not admitted",
         )

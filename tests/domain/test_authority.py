@@ -197,7 +197,7 @@ def test_pending_workloads_per_namespace_are_limited() -> None:
     d = only_rejection(log.apply(event("WorkloadSubmitted", TEAM_A, workload=workload("a3", "team-a"))))
     assert d.reason == reasons.LIMIT_EXCEEDED
     assert d.message == (
-        'WorkloadSubmitted: namespace "team-a" has 2 pending workloads, at its tenantLimits maxPendingWorkloads of 2'
+        'WorkloadSubmitted: namespace "team-a" is at its tenantLimits maxPendingWorkloads of 2: 2 submitted and not admitted'
     )
     assert "team-a/a3" not in log.engine.state.workloads
     # another namespace has the default; unsourced submissions count too
