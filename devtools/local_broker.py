@@ -19,6 +19,7 @@ Command line (used by the Makefile and benchmarks)::
     python -m devtools.local_broker stop  [--state F]
     python -m devtools.local_broker status [--state F]
     python -m devtools.local_broker run              # foreground until Ctrl-C
+    ... start|run --scram-user broker=SECRET --scram-user alice=PW   # secured (see start_broker)
 
 ``start`` prints only the bootstrap address on stdout so that shells can
 capture it; everything meant for people goes to stderr.
@@ -721,6 +722,17 @@ def _load_state(path: Path) -> LocalBroker | None:
         return None
 
 
+def _scram_users(specs: Sequence[str] | None) -> dict[str, str] | None:
+    """`NAME=PASSWORD` options, in order (the first is the super user), or None: not secured."""
+    users: dict[str, str] = {}
+    for spec in specs or ():
+        name, sep, password = spec.partition("=")
+        if not sep or not name or not password:
+            raise LocalBrokerError(f"--scram-user {spec!r}: expected NAME=PASSWORD")
+        users[name] = password
+    return users or None
+
+
 def _cmd_start(args: argparse.Namespace) -> int:
     state: Path = args.state
     previous = _load_state(state)
@@ -733,6 +745,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
         port=args.port,
         owner_pid=args.owner_pid,
         heap=args.heap,
+        scram_users=_scram_users(args.scram_user),
     )
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(broker.to_json())
@@ -767,7 +780,9 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    with running_broker(version=args.version, port=args.port, heap=args.heap) as broker:
+    with running_broker(
+        version=args.version, port=args.port, heap=args.heap, scram_users=_scram_users(args.scram_user)
+    ) as broker:
         _say("Ctrl-C to stop")
         print(broker.bootstrap, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
@@ -797,6 +812,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if broker:
             p.add_argument("--port", type=int, default=None, help="default: a free port")
             p.add_argument("--heap", default=DEFAULT_HEAP)
+            p.add_argument(
+                "--scram-user",
+                action="append",
+                metavar="NAME=PASSWORD",
+                help="secure the broker: SASL/SCRAM-SHA-512 logins and the StandardAuthorizer; "
+                "repeat for each user, the first is the super user",
+            )
 
     p_start = sub.add_parser("start", help="start in the background, print bootstrap")
     common(p_start, state=True, broker=True)

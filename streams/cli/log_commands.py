@@ -354,7 +354,14 @@ def register(app: typer.Typer) -> None:
                 loop.add_signal_handler(sig, stop.set)
             await run_sequencer(config, stop)
 
-        asyncio.run(go())
+        from aiokafka.errors import KafkaError
+
+        try:
+            asyncio.run(go())
+        except KafkaError as exc:
+            # Fenced by another sequencer, refused by the broker, the broker gone: its open
+            # transaction is aborted, and a restart goes on from the last committed positions.
+            raise fail("sequence", f"stopped: {exc!r}", 1) from None
 
     @app.command()
     def demo(
