@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_harness import AgentProcess, _die_with_parent
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAuthorizationFailedError
 from aiokafka.structs import TopicPartition
+from kafka_fixtures import kafka_required
 
 from devtools.local_broker import (
     Acl,
@@ -36,8 +38,6 @@ from devtools.local_broker import (
     stop_broker,
 )
 from streams.log import Topics
-from tests.kafka_fixtures import kafka_required
-from tests.streams.agent_harness import AgentProcess, _die_with_parent
 
 pytestmark = pytest.mark.kafka
 
