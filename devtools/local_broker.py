@@ -19,6 +19,7 @@ Command line (used by the Makefile and benchmarks)::
     python -m devtools.local_broker stop  [--state F]
     python -m devtools.local_broker status [--state F]
     python -m devtools.local_broker run              # foreground until Ctrl-C
+    ... start|run --scram-user broker=SECRET --scram-user alice=PW   # secured (see start_broker)
 
 ``start`` prints only the bootstrap address on stdout so that shells can
 capture it; everything meant for people goes to stderr.
@@ -41,7 +42,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TextIO
@@ -250,6 +251,9 @@ class LocalBroker:
     workdir: str
     log_file: str
     started_in_s: float
+    # "PLAINTEXT", or "SASL_PLAINTEXT" for a broker started with `scram_users` (SCRAM-SHA-512
+    # logins, Kafka's StandardAuthorizer, the first user the super user).
+    security_protocol: str = "PLAINTEXT"
 
     @property
     def bootstrap(self) -> str:
@@ -271,17 +275,46 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _server_properties(data_dir: Path, port: int, controller_port: int) -> str:
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def _listener_properties(port: int, controller_port: int, super_user: tuple[str, str] | None) -> list[str]:
+    if super_user is None:
+        return [
+            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        ]
+    name, password = super_user
+    jaas = f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{name}" password="{password}";'
+    return [
+        f"listeners=SASL_PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        f"advertised.listeners=SASL_PLAINTEXT://127.0.0.1:{port}",
+        "inter.broker.listener.name=SASL_PLAINTEXT",
+        "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        f"sasl.enabled.mechanisms={SCRAM_MECHANISM}",
+        f"sasl.mechanism.inter.broker.protocol={SCRAM_MECHANISM}",
+        f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config={jaas}",
+        f"authorizer.class.name={AUTHORIZER}",
+        "allow.everyone.if.no.acl.found=false",
+        # The controller listener is loopback-only PLAINTEXT, where the broker (the same JVM)
+        # talks to the controller as ANONYMOUS; clients connect only to the SASL listener.
+        f"super.users=User:{name};User:ANONYMOUS",
+    ]
+
+
+def _server_properties(
+    data_dir: Path, port: int, controller_port: int, super_user: tuple[str, str] | None = None
+) -> str:
     return "\n".join(
         [
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
-            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
             "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            *_listener_properties(port, controller_port, super_user),
             f"log.dirs={data_dir}",
             "num.partitions=1",
             "auto.create.topics.enable=true",
@@ -398,11 +431,18 @@ def start_broker(
     owner_pid: int | None = None,
     heap: str = DEFAULT_HEAP,
     timeout_s: float = START_TIMEOUT_S,
+    scram_users: Mapping[str, str] | None = None,
 ) -> LocalBroker:
     """Format fresh KRaft storage in a temp dir and start a broker+controller.
 
     With `owner_pid`, a watchdog stops the broker once that process is gone,
     so a killed test run or shell cannot leave a JVM behind.
+
+    With `scram_users` (name -> password, at least one), the broker is secured: its one client
+    listener is SASL_PLAINTEXT with SCRAM-SHA-512 logins, the users' SCRAM credentials are
+    written at format time, Kafka's StandardAuthorizer decides every request, and nothing is
+    allowed without an ACL (`create_acls`) except to the first user, the super user the broker
+    also logs in as.
     """
     resolution = resolve_jars(version)
     if resolution.source == "cache":
@@ -422,7 +462,9 @@ def start_broker(
     while controller_port == port:
         controller_port = _free_port()
     props = workdir / "server.properties"
-    props.write_text(_server_properties(data_dir, port, controller_port))
+    users = list((scram_users or {}).items())
+    super_user = users[0] if users else None
+    props.write_text(_server_properties(data_dir, port, controller_port, super_user))
     (workdir / "log4j2.properties").write_text(_LOG4J2)
 
     # Kafka's cluster ids are 16 random bytes in unpadded url-safe base64.
@@ -435,7 +477,19 @@ def start_broker(
         resolution.libs,
         workdir,
         "256m",
-        ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
+        [
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id,
+            "-c",
+            str(props),
+            *(
+                arg
+                for name, password in users
+                for arg in ("--add-scram", f"{SCRAM_MECHANISM}=[name={name},password={password}]")
+            ),
+        ],
     )
     # Short-lived JVM: C1 only starts noticeably faster.
     fmt_cmd.insert(1, "-XX:TieredStopAtLevel=1")
@@ -476,6 +530,7 @@ def start_broker(
         workdir=str(workdir),
         log_file=str(log_file),
         started_in_s=0.0,
+        security_protocol="SASL_PLAINTEXT" if users else "PLAINTEXT",
     )
     try:
         if owner_pid is not None:
@@ -577,13 +632,59 @@ def running_broker(
     version: str = KAFKA_VERSION,
     port: int | None = None,
     heap: str = DEFAULT_HEAP,
+    scram_users: Mapping[str, str] | None = None,
 ) -> Iterator[LocalBroker]:
     """`start_broker` for the duration of a with-block, owned by this process."""
-    broker = start_broker(version=version, port=port, heap=heap, owner_pid=os.getpid())
+    broker = start_broker(version=version, port=port, heap=heap, owner_pid=os.getpid(), scram_users=scram_users)
     try:
         yield broker
     finally:
         stop_broker(broker)
+
+
+@dataclass(frozen=True)
+class Acl:
+    """One ALLOW (or DENY) entry: `principal` may do `operation` on the resource(s) named.
+
+    resource_type: TOPIC, GROUP, TRANSACTIONAL_ID, CLUSTER; pattern_type: LITERAL or PREFIXED."""
+
+    principal: str
+    resource_type: str
+    pattern_type: str
+    name: str
+    operation: str
+    deny: bool = False
+
+    def line(self) -> str:
+        parts = [self.principal, self.resource_type, self.pattern_type, self.name, self.operation]
+        if any(not p or any(c.isspace() for c in p) for p in parts):
+            raise LocalBrokerError(f"an ACL's fields cannot be empty or hold spaces: {self}")
+        return " ".join([*parts, "DENY" if self.deny else "ALLOW"])
+
+
+ACL_TOOL = Path(__file__).with_name("KafkaAcls.java")
+
+
+def create_acls(broker: LocalBroker, super_user: tuple[str, str], acls: Iterable[Acl]) -> None:
+    """Create `acls` on a secured broker through Kafka's Admin API (devtools/KafkaAcls.java,
+    run by Java's single-file source launcher on the broker's own jars), as `super_user`."""
+    resolution = resolve_jars(broker.version)
+    java = shutil.which("java")
+    if java is None:
+        raise LocalBrokerError("`java` not found on PATH")
+    name, password = super_user
+    text = "".join(acl.line() + "\n" for acl in acls)
+    done = subprocess.run(
+        [java, "-XX:TieredStopAtLevel=1", "-cp", f"{resolution.libs}/*", str(ACL_TOOL), broker.bootstrap, name, password],
+        input=text.encode(),
+        capture_output=True,
+        timeout=START_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise LocalBrokerError(
+            f"creating ACLs failed (exit {done.returncode}):\n{done.stderr.decode(errors='replace')[-2000:]}"
+        )
 
 
 # --------------------------------------------------------------------------
@@ -621,6 +722,17 @@ def _load_state(path: Path) -> LocalBroker | None:
         return None
 
 
+def _scram_users(specs: Sequence[str] | None) -> dict[str, str] | None:
+    """`NAME=PASSWORD` options, in order (the first is the super user), or None: not secured."""
+    users: dict[str, str] = {}
+    for spec in specs or ():
+        name, sep, password = spec.partition("=")
+        if not sep or not name or not password:
+            raise LocalBrokerError(f"--scram-user {spec!r}: expected NAME=PASSWORD")
+        users[name] = password
+    return users or None
+
+
 def _cmd_start(args: argparse.Namespace) -> int:
     state: Path = args.state
     previous = _load_state(state)
@@ -633,6 +745,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
         port=args.port,
         owner_pid=args.owner_pid,
         heap=args.heap,
+        scram_users=_scram_users(args.scram_user),
     )
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(broker.to_json())
@@ -667,7 +780,9 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    with running_broker(version=args.version, port=args.port, heap=args.heap) as broker:
+    with running_broker(
+        version=args.version, port=args.port, heap=args.heap, scram_users=_scram_users(args.scram_user)
+    ) as broker:
         _say("Ctrl-C to stop")
         print(broker.bootstrap, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
@@ -697,6 +812,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if broker:
             p.add_argument("--port", type=int, default=None, help="default: a free port")
             p.add_argument("--heap", default=DEFAULT_HEAP)
+            p.add_argument(
+                "--scram-user",
+                action="append",
+                metavar="NAME=PASSWORD",
+                help="secure the broker: SASL/SCRAM-SHA-512 logins and the StandardAuthorizer; "
+                "repeat for each user, the first is the super user",
+            )
 
     p_start = sub.add_parser("start", help="start in the background, print bootstrap")
     common(p_start, state=True, broker=True)

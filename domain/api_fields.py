@@ -268,7 +268,10 @@ def _configuration(version: str) -> Schema:
         "waitForPodsReady": wait,
         # quotaflow's own (CONTRACT.md): `preemptionPolicy` and the `quotaflow` stanza.
         "preemptionPolicy": ANY,
-        "quotaflow": {"evictionRelease": ANY},
+        "quotaflow": {
+            "evictionRelease": ANY,
+            "tenantLimits": {"maxPendingWorkloads": ANY, "maxEventBytes": ANY, "namespaces": ANY},
+        },
         # How Kueue's own controller runs, not what it admits: not applicable.
         **{f: ANY for f in (
             "namespace", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector",

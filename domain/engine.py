@@ -22,6 +22,13 @@ from mypy_extensions import mypyc_attr
 
 from domain import local_queue_usage, reasons
 from domain.admission_checks import check_state_changed
+from domain.authority import (
+    check_inner_source,
+    check_pending,
+    check_source,
+    read_source,
+    scoped_id,
+)
 from domain.config_events import (
     apply_object,
     config_applied,
@@ -50,6 +57,7 @@ from domain.names import shown
 from domain.objects import ConfigObject
 from domain.scheduler import schedule
 from domain.state import State
+from domain.tenant_limits import check_event_size
 from domain.typed_decoding import NotTyped
 from domain.typed_decoding import decode as decode_typed
 from domain.typed_decoding import workload_ref as typed_ref
@@ -98,6 +106,9 @@ class Engine:
         self.max_decision_bytes = max_decision_bytes
         self._event_time: int | None = None  # `time` of the event being applied, if it has one
         self._wakes: DeferredWakes | None = None  # while a Batch's typed events are applied
+        # The `source` of the top-level event being applied (domain/authority.py), and its size.
+        self._source: str | None = None
+        self._record_size: int | None = None
 
     def apply(self, event: Record, offset: int) -> list[Decision]:
         out = Emitter(offset)
@@ -161,7 +172,15 @@ class Engine:
         if state.admitted_roots:
             state.admitted_roots = {}
         submitted: list[str] = []
-        applied = self._apply_typed(event, offset * BATCH_SLOTS, out, submitted) if type(event) is bytes else None
+        self._source = None
+        self._record_size = len(event) if type(event) is bytes or type(event) is str else None
+        # An event with a `source` (the sequencer's, domain/authority.py) takes the general path,
+        # which holds it to its source's rules; the word anywhere else only costs that path.
+        applied = (
+            self._apply_typed(event, offset * BATCH_SLOTS, out, submitted)
+            if type(event) is bytes and b'"source"' not in event
+            else None
+        )
         if applied is None:
             raw = decode_record(event, out)
             applied = raw is not None and self._dispatch(raw, offset * BATCH_SLOTS, out, submitted, None)
@@ -286,9 +305,16 @@ class Engine:
         top_level = batch_index is None
         clock = state.clock
         try:
-            event_id = raw.get("id")
+            if top_level:
+                self._source = read_source(raw)
+                check_event_size(state.configuration.tenant_limits, self._source, self._record_size)
+            else:
+                check_inner_source(raw, self._source)
+            event_id = scoped_id(self._source, raw.get("id"))
             if is_retry(state, event_id):
                 return False  # a producer's retry: already applied, no new outcome
+            check_source(self._source, etype, raw)
+            check_pending(state, state.configuration.tenant_limits, etype, raw)
             time = event_time(raw.get("time"))
             if time is not None:
                 self._event_time = time

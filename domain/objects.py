@@ -24,6 +24,7 @@ from domain.quantity import QuantityError, amount
 from domain.quota import FR, fr_key
 from domain.resource_transformations import NO_RESOURCES, ResourcesConfig, parse_resources
 from domain.selectors import LabelSelector, SelectorError
+from domain.tenant_limits import NO_TENANT_LIMITS, TenantLimits, parse_tenant_limits
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 
@@ -240,6 +241,8 @@ class Configuration:
     # `admissionFairSharing` (Kueue's AdmissionFairSharing gate is beta and on by default; the gate
     # itself is not one quotaflow lets you turn off).
     admission_fair_sharing: AdmissionFairSharing | None = None
+    # quotaflow's `quotaflow.tenantLimits` (domain/authority.py).
+    tenant_limits: TenantLimits = NO_TENANT_LIMITS
 
 
 # Kueue feature gates quotaflow implements, with Kueue's defaults. Kueue refuses to start on a
@@ -620,6 +623,7 @@ def parse_configuration(obj: Fields) -> Configuration:
         policy = explicit
     own = obj.sub("quotaflow")
     release = own.enum("evictionRelease", (ON_RELEASE, IMMEDIATE), ON_RELEASE)
+    tenant_limits = parse_tenant_limits(own)
     gates = _feature_gates(obj)
     return Configuration(
         policy,
@@ -629,6 +633,7 @@ def parse_configuration(obj: Fields) -> Configuration:
         workload_priority_class_defaulting=gates[WORKLOAD_PRIORITY_CLASS_DEFAULTING],
         resources=parse_resources(obj),
         admission_fair_sharing=parse_admission_fair_sharing(obj),
+        tenant_limits=tenant_limits,
     )
 
 

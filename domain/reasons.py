@@ -55,6 +55,8 @@ NOT_FOUND: Final = "NotFound"
 NOT_EVICTED: Final = "NotEvicted"
 # The record is over a size, depth or count limit (domain/limits.py); nothing in it was read.
 LIMIT_EXCEEDED: Final = "LimitExceeded"
+# The event's source may not send it (domain/authority.py): Kubernetes' word for an RBAC refusal.
+FORBIDDEN: Final = "Forbidden"
 
 # --- Messages ------------------------------------------------------------------------------
 MSG_LQ_MISSING: Final = "LocalQueue {lq} doesn't exist"

@@ -352,6 +352,54 @@ def register(app: typer.Typer) -> None:
             run_embedded_worker(runner, http_port=port, guard=guard, log_level=log_level.lower())
 
     @app.command()
+    def sequence(
+        broker: str = broker_option(),
+        admin_topic: str = typer.Option("quotaflow.admin", envvar="QUOTAFLOW_ADMIN_TOPIC", help="the admin topic: configuration"),
+        tenant_prefix: str = typer.Option(
+            "quotaflow.tenant.", envvar="QUOTAFLOW_TENANT_PREFIX", help="tenant topics: this prefix and a namespace"
+        ),
+        group: str = typer.Option("quotaflow-sequencer", envvar="QUOTAFLOW_SEQUENCER_GROUP", help="consumer group and transactional id"),
+        log_level: str = typer.Option(defaults.DEFAULT_LOG_LEVEL, envvar=defaults.ENV_LOG_LEVEL, help="debug, info, warning, error"),
+    ) -> None:
+        """Multi-topic mode: append the admin and tenant topics' events to the input log, each with its source."""
+        import asyncio
+        import signal
+
+        from streams.agent import structured_logs as logs
+        from streams.log import BrokerUrl, LogError
+        from streams.log.kafka_config import KafkaConfigError, KafkaSecurity
+        from streams.sequencer import SequencerConfig, run_sequencer
+
+        logs.configure(log_level.lower())
+        settings = defaults.Settings.from_env()
+        try:
+            url = BrokerUrl.parse(broker, settings)
+            security = KafkaSecurity.from_env()
+        except (LogError, KafkaConfigError) as exc:
+            raise fail("sequence", str(exc), 2) from None
+        if url.scheme != "kafka":
+            raise fail("sequence", "the sequencer needs Kafka (kafka://...): SQLite is a single-user log", 2)
+        config = SequencerConfig(
+            url.location, settings.input_topic, admin_topic, tenant_prefix, group, group, security
+        )
+
+        async def go() -> None:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await run_sequencer(config, stop)
+
+        from aiokafka.errors import KafkaError
+
+        try:
+            asyncio.run(go())
+        except KafkaError as exc:
+            # Fenced by another sequencer, refused by the broker, the broker gone: its open
+            # transaction is aborted, and a restart goes on from the last committed positions.
+            raise fail("sequence", f"stopped: {exc!r}", 1) from None
+
+    @app.command()
     def demo(
         pause: float = typer.Option(0.0, help="seconds to pause between steps"),
         keep: bool = typer.Option(False, help="keep the temporary SQLite log and print where it is"),

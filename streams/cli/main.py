@@ -19,7 +19,7 @@ from streams.cli.stop_commands import register as register_stop_commands
 from streams.cli.view_commands import register as register_view_commands
 from streams.cli.whatif_command import register as register_whatif_command
 from streams.cli.workload_commands import register as register_workload_commands
-from streams.log.event_files import EventFileError, read_events
+from streams.log.event_files import EventFileError, positioned_events
 
 app = typer.Typer(
     name="quotaflow",
@@ -67,7 +67,7 @@ def replay(
     write = sys.stdout.buffer.write
     try:
         with Progress("replay", unit="events", enabled=watched(sys.stderr, output=sys.stdout)) as progress:
-            for offset, event in enumerate(read_events(events_file)):
+            for offset, event in positioned_events(events_file):
                 for decision in engine.apply(event, offset):
                     write(encode(decision))
                     write(b"\n")

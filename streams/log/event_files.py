@@ -7,8 +7,11 @@ bytes so the engine rejects it with a `Rejected` decision, like any bad input in
 `quotaflow export` writes the input log as JSON Lines that hold any record exactly: a record is
 its own line where it can be (non-empty, not only whitespace, no line break), and otherwise a
 line `{"quotaflow.record":"<base64 of its bytes>"}` (a null record: `{"quotaflow.record":null}`),
-which the reader turns back into the record's bytes. So `quotaflow replay` of an export folds the
-same bytes at the same offsets as the agent did, and audits of exported logs are exact.
+which the reader turns back into the record's bytes. Offsets that hold no record (a Kafka
+transaction's commit marker, when the sequencer writes the input log) are a line
+`{"quotaflow.gap":N}` for N of them, which `positioned_events` skips over. So `quotaflow replay`
+of an export folds the same bytes at the same offsets as the agent did, and audits of exported
+logs are exact.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import base64
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -48,7 +51,34 @@ class EventFileError(Exception):
     pass
 
 
-def read_events(path: str | Path) -> Iterator[bytes | dict[str, Any] | Unparseable]:
+class Gap(NamedTuple):
+    """`count` offsets of the log that hold no record."""
+
+    count: int
+
+
+Event = bytes | dict[str, Any] | Unparseable
+
+
+def read_events(path: str | Path) -> Iterator[Event]:
+    """The file's events, in order (an export's gaps left out)."""
+    for item in _items(path):
+        if not isinstance(item, Gap):
+            yield item
+
+
+def positioned_events(path: str | Path) -> Iterator[tuple[int, Event]]:
+    """The file's events at their offsets: their position, counting an export's gaps."""
+    offset = 0
+    for item in _items(path):
+        if isinstance(item, Gap):
+            offset += item.count
+        else:
+            yield offset, item
+            offset += 1
+
+
+def _items(path: str | Path) -> Iterator[Event | Gap]:
     p = Path(path)
     try:
         text = p.read_bytes()
@@ -65,23 +95,39 @@ def read_events(path: str | Path) -> Iterator[bytes | dict[str, Any] | Unparseab
 
 
 _RECORD = b'{"quotaflow.record":'
+_GAP = b'{"quotaflow.gap":'
+
+
+def gap_line(count: int) -> bytes:
+    """The line for `count` offsets that hold no record."""
+    return _GAP + str(count).encode() + b"}"
 
 
 def export_line(value: bytes | None) -> bytes:
     """One input log record as a line of an events file (without its line break)."""
     if value is None:
         return _RECORD + b"null}"
-    if not value.strip() or b"\n" in value or b"\r" in value or value.startswith(_RECORD):
+    if not value.strip() or b"\n" in value or b"\r" in value or value.startswith((_RECORD, _GAP)):
         return _RECORD + b'"' + base64.b64encode(value) + b'"}'
     return value
 
 
-def jsonl_events(data: bytes) -> Iterator[bytes]:
+def jsonl_events(data: bytes) -> Iterator[bytes | Gap]:
     for line in data.splitlines():
         if line.startswith(_RECORD):
             yield _record_bytes(line)
+        elif line.startswith(_GAP):
+            yield _gap(line)
         elif line.strip():
             yield line
+
+
+def _gap(line: bytes) -> bytes | Gap:
+    """A `quotaflow.gap` line's count; a line that is not one export wrote is a record (rejected)."""
+    body = line[len(_GAP) : -1] if line.endswith(b"}") else b""
+    if body.isdigit() and int(body) > 0:
+        return Gap(int(body))
+    return line
 
 
 def _record_bytes(line: bytes) -> bytes:

@@ -17,6 +17,9 @@ the standard Kafka client settings, spelled as environment variables:
 | `QUOTAFLOW_KAFKA_SSL_CHECK_HOSTNAME` | `ssl.endpoint.identification.algorithm` | `true` (default) / `false` |
 | `QUOTAFLOW_KAFKA_CLIENT_ID` | `client.id` prefix | default `quotaflow` |
 
+`SASL_PLAINTEXT` with `PLAIN` sends the password in clear over the network: every process that
+starts with it logs a warning (`kafka_password_in_clear`). Use `SCRAM-SHA-512`, or `SASL_SSL`.
+
 With `SSL` or `SASL_SSL` and no CA file, the system's default trust store is used. In
 Kubernetes, put the non-secret ones in the ConfigMap and the password in a Secret
 (`deploy/agent.yaml` shows both).
@@ -29,13 +32,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
+
 ENV_PREFIX = "QUOTAFLOW_KAFKA_"
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
+_warned_plain = False
+
+
 class KafkaConfigError(ValueError):
     pass
+
+
+def _warn_password_in_clear() -> None:
+    global _warned_plain
+    if not _warned_plain:
+        _warned_plain = True
+        structlog.get_logger("quotaflow.kafka").warning(
+            "kafka_password_in_clear",
+            message="SASL_PLAINTEXT with PLAIN sends the Kafka password in clear over the network: "
+            "anyone on the path can read it and act as this principal. Use SCRAM-SHA-512 or SASL_SSL.",
+        )
 
 
 @dataclass(frozen=True)
@@ -71,6 +90,8 @@ class KafkaSecurity:
             mechanism = mechanism or "PLAIN"
             if get("SASL_USERNAME") is None or get("SASL_PASSWORD") is None:
                 raise KafkaConfigError(f"{protocol} needs {ENV_PREFIX}SASL_USERNAME and {ENV_PREFIX}SASL_PASSWORD")
+        if protocol == "SASL_PLAINTEXT" and mechanism == "PLAIN":
+            _warn_password_in_clear()
         check = (get("SSL_CHECK_HOSTNAME") or "true").lower()
         return cls(
             security_protocol=protocol,

@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 from domain.decisions import encode
 from domain.engine import Engine
 from streams.log import Message, Topics
-from streams.log.event_files import export_line, jsonl_events
+from streams.log.event_files import (
+    export_line,
+    gap_line,
+    jsonl_events,
+    positioned_events,
+)
 from streams.log.sqlite import SqliteLog
 from streams.settings import Settings
 
@@ -31,13 +36,14 @@ AWKWARD: list[bytes | None] = [
     b"line one\r\nline two",
     b'{"quotaflow.record":"aGVsbG8="}',
     b'{"quotaflow.record":null}',
+    b'{"quotaflow.gap":3}',
     b"\xff\xfe not utf-8",
     b'{"type": "WorkloadFinished", "namespace": "a", "name": "b"}',
 ]
 
 
 def records_of(path: Path) -> list[bytes]:
-    return list(jsonl_events(path.read_bytes()))
+    return [e for _, e in positioned_events(path)]  # type: ignore[misc]
 
 
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=64)), max_size=20))
@@ -50,6 +56,14 @@ def test_awkward_records_round_trip_exactly(tmp_path: Path) -> None:
     path = tmp_path / "export.jsonl"
     path.write_bytes(b"".join(export_line(v) + b"\n" for v in AWKWARD))
     assert records_of(path) == [v or b"" for v in AWKWARD]
+
+
+def test_gaps_keep_later_records_at_their_offsets(tmp_path: Path) -> None:
+    path = tmp_path / "export.jsonl"
+    finished = b'{"type":"WorkloadFinished","name":"w"}'
+    path.write_bytes(b"\n".join([finished, gap_line(1), finished, gap_line(2), finished, b'{"quotaflow.gap":x}']) + b"\n")
+    assert [o for o, _ in positioned_events(path)] == [0, 2, 5, 6]
+    assert [e for _, e in positioned_events(path)][-1] == b'{"quotaflow.gap":x}'  # not ours: a record
 
 
 def test_export_then_replay_decides_as_the_log_was_decided(tmp_path: Path) -> None:

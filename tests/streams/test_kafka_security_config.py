@@ -49,3 +49,23 @@ def test_sasl_ssl_from_the_environment() -> None:
 def test_bad_settings_are_refused(env: dict[str, str]) -> None:
     with pytest.raises(KafkaConfigError):
         KafkaSecurity.from_env(env)
+
+
+def test_a_password_in_clear_warns_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    import structlog.testing
+
+    from streams.log import kafka_config
+
+    monkeypatch.setattr(kafka_config, "_warned_plain", False)
+    env = {
+        "QUOTAFLOW_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "QUOTAFLOW_KAFKA_SASL_USERNAME": "agent",
+        "QUOTAFLOW_KAFKA_SASL_PASSWORD": "secret",
+    }
+    with structlog.testing.capture_logs() as logs:
+        KafkaSecurity.from_env({**env, "QUOTAFLOW_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512"})
+        assert logs == []
+        KafkaSecurity.from_env(env)  # PLAIN is SASL_PLAINTEXT's default mechanism
+        KafkaSecurity.from_env(env)
+    assert [(e["log_level"], e["event"]) for e in logs] == [("warning", "kafka_password_in_clear")]
+    assert "in clear" in logs[0]["message"]
