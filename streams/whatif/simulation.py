@@ -183,6 +183,7 @@ class Recorded:
     lifecycle: Lifecycle
     measure: Measure
     events: int
+    tracker: Tracker | None = None  # each workload's state at the end of the log
 
 
 def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] = Engine,
@@ -232,7 +233,7 @@ def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] =
             tracker.decided(d, now)
             measure.decision(d, now)
     measure.close(records[-1].time if records else 0)
-    return Recorded(life, measure, len(records))
+    return Recorded(life, measure, len(records), tracker)
 
 
 # -- the changed world ---------------------------------------------------------------------------
