@@ -74,7 +74,7 @@ class Runtime:
 
 
 def requests_of(workload: dict[str, Any]) -> dict[str, int]:
-    spec = workload.get("spec") if isinstance(workload.get("spec"), dict) else {}
+    spec = _dict(workload.get("spec"))
     total: dict[str, int] = {}
     for ps in spec.get("podSets") or []:
         if not isinstance(ps, dict):
@@ -177,7 +177,7 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
     def profile_at(pos: tuple[int, int] | None, w: str) -> Profile:
         wl = submissions.get(pos) if pos is not None else None
         wl = wl or {}
-        spec = wl.get("spec") if isinstance(wl.get("spec"), dict) else {}
+        spec = _dict(wl.get("spec"))
         lq = f"{w.partition('/')[0]}/{spec.get('queueName', '')}"
         return Profile(lq, lq_cq.get(lq), priority_label(wl), requests_of(wl))
 
@@ -345,6 +345,10 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
 
 def _name_at(submissions: dict[tuple[int, int], dict[str, Any]], pos: tuple[int, int]) -> str:
     wl = submissions.get(pos) or {}
-    meta = wl.get("metadata") if isinstance(wl.get("metadata"), dict) else {}
+    meta = _dict(wl.get("metadata"))
     ns = meta.get("namespace")
     return f"{ns if isinstance(ns, str) else 'default'}/{meta.get('name', '')}"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -14,7 +14,14 @@ from whatif_helpers import FLAVOR, applied, cq, finished, lq, submitted
 from devtools.generate import write_jsonl
 from devtools.timed_stream import API, stamp
 from streams.cli.main import app
-from streams.whatif.estimate import EstimateError, History, Profile, estimate, requests_of, similar_requests
+from streams.whatif.estimate import (
+    EstimateError,
+    History,
+    Profile,
+    estimate,
+    requests_of,
+    similar_requests,
+)
 from streams.whatif.source import timed
 
 
