@@ -11,6 +11,8 @@ import typer
 
 from streams.cli.common import broker_option, fail
 
+SHOWN = 10  # rows of each list in the terminal; --json has them all
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -73,7 +75,7 @@ def describe(r: dict[str, Any]) -> list[str]:
         lines.append(f"never admitted if nothing else arrives: {r['reason']}")
     if r["first"]:
         lines.append("first:")
-        for f in r["first"]:
+        for f in r["first"][:SHOWN]:
             if f["event"] != "finishes":
                 lines.append(f"  {f['workload']} is {f['event']} at {f['at']}"
                              + (" (evicted: its quota is given back)" if f["event"] == "released" else ""))
@@ -84,10 +86,14 @@ def describe(r: dict[str, Any]) -> list[str]:
             state = "running" if f["running"] else "admitted ahead"
             lines.append(f"  {f['workload']} ({state}, {f['clusterQueue']}) finishes at {f['at']} ({basis})"
                          + (", overdue" if f["overdue"] else ""))
+        if len(r["first"]) > SHOWN:
+            lines.append(f"  ... and {len(r['first']) - SHOWN} more (--json lists them all)")
     elif r["admissible"]:
         lines.append("nothing has to finish first: it is admitted at the next scheduling cycle")
-    if r["admittedAhead"]:
-        lines.append("admitted ahead of it: " + ", ".join(a["workload"] for a in r["admittedAhead"]))
+    ahead = [a["workload"] for a in r["admittedAhead"]]
+    if ahead:
+        more = f" and {len(ahead) - SHOWN} more" if len(ahead) > SHOWN else ""
+        lines.append(f"admitted ahead of it ({len(ahead)}): " + ", ".join(ahead[:SHOWN]) + more)
     lines.append(f"history: {r['runs']} finished run{'s' if r['runs'] != 1 else ''} in the log")
     lines.extend(f"note: {n}" for n in r["notes"])
     return lines

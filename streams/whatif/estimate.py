@@ -281,6 +281,7 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
                 if dw == target:
                     admitted_at, admitted_cq = when, d.clusterQueue  # type: ignore[attr-defined]
                 else:
+                    # (a workload preempted and admitted again appears once, at its first admission)
                     admitted_ahead.append({"workload": dw, "at": format_time(when), "clusterQueue": d.clusterQueue})  # type: ignore[attr-defined]
                     schedule_finish(dw, when)
             elif what == "evicted":
@@ -319,7 +320,7 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
             "inSeconds": (admitted_at - now) / US,
             "waitSeconds": (admitted_at - submitted) / US,
             "first": [f for f in first if related(f["clusterQueue"]) or f["event"] != "finishes"],
-            "admittedAhead": [a for a in admitted_ahead if related(a["clusterQueue"])],
+            "admittedAhead": _once([a for a in admitted_ahead if related(a["clusterQueue"])]),
         })
     else:
         reason = last_word or "the engine gave no reason"
@@ -329,7 +330,7 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
                       f"so the simulation cannot finish them; the engine's last word: {reason}")
         out.update({"admissible": None if never_finish else False, "reason": reason,
                     "first": [f for f in first if related(f["clusterQueue"])],
-                    "admittedAhead": [a for a in admitted_ahead if related(a["clusterQueue"])]})
+                    "admittedAhead": _once([a for a in admitted_ahead if related(a["clusterQueue"])])})
     notes = []
     if not history.runs:
         notes.append("no finished run in the log: runtimes are unknown")
@@ -352,3 +353,13 @@ def _name_at(submissions: dict[tuple[int, int], dict[str, Any]], pos: tuple[int,
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _once(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    out = []
+    for r in rows:
+        if r["workload"] not in seen:
+            seen.add(r["workload"])
+            out.append(r)
+    return out

@@ -169,7 +169,7 @@ def test_the_command_prints_the_estimate_and_json(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert f"estimated admission: {ts(1300)}, in 4.5m" in result.stdout
     assert "team-a/r (running, team-a) finishes at" in result.stdout and "median of 3 similar runs" in result.stdout
-    assert "admitted ahead of it: team-a/p1, team-a/p2" in result.stdout
+    assert "admitted ahead of it (2): team-a/p1, team-a/p2" in result.stdout
     result = CliRunner().invoke(app, ["estimate", "team-a/target", str(path), "--json"])
     assert json.loads(result.stdout)["admittedAt"] == ts(1300)
     result = CliRunner().invoke(app, ["estimate", "team-a/nope", str(path)])
