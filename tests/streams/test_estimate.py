@@ -176,3 +176,12 @@ def test_the_command_prints_the_estimate_and_json(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "quotaflow estimate: no workload team-a/nope in the log" in result.stderr
     result = CliRunner().invoke(app, ["estimate", "target", str(path)])
     assert result.exit_code == 2
+
+
+def test_a_log_that_cannot_be_read_or_a_bad_time_is_one_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["estimate", "team-a/w", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code == 1 and result.stderr.strip() == f"quotaflow estimate: cannot read {tmp_path / 'missing.jsonl'}: no such file"
+    path = tmp_path / "log.jsonl"
+    write_jsonl(path, [msgspec.json.encode(e) for e in two_ahead_log()])
+    result = CliRunner().invoke(app, ["estimate", "team-a/target", str(path), "--now", "yesterday"])
+    assert result.exit_code == 2 and result.stderr.startswith("quotaflow estimate: --now: invalid RFC 3339 time")
