@@ -9,6 +9,7 @@ import typer
 
 from domain.decisions import encode
 from domain.engine import Engine
+from streams.cli.estimate_command import register as register_estimate_command
 from streams.cli.export_command import register as register_export_command
 from streams.cli.get_commands import register as register_get_commands
 from streams.cli.import_commands import import_app
@@ -36,6 +37,7 @@ register_view_commands(app)
 register_export_command(app)
 register_launch_command(app)
 register_whatif_command(app)
+register_estimate_command(app)
 
 
 def _version(value: bool) -> None:

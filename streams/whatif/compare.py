@@ -65,29 +65,38 @@ def world_groups(m: Measure, start: int, end: int, bins: int) -> dict[str, dict[
                 e["_waits"].append((rec.first_admitted - rec.submitted) / US)
     span = max(end - start, 1)
     width = span / bins
+    # An interval's bins and its four groups' accumulators are worked out once, not per group.
+    sinks: dict[tuple[str, str, str, str], list[tuple[dict[str, float], dict[str, list[float]]]]] = {}
     for iv in m.intervals:
         s, t = max(iv.start, start), min(iv.end, end)
         if t <= s:
             continue
         first_bin = min(int((s - start) / width), bins - 1)
         last_bin = min(int((t - start) / width), bins - 1)
+        overlaps = []
+        for b in range(first_bin, last_bin + 1):
+            b0 = start + b * width
+            overlap = min(t, b0 + width) - max(s, b0)
+            if overlap > 0:
+                overlaps.append((b, overlap))
         per_res: dict[str, int] = {}
         for (_, res), v in iv.usage.items():
             per_res[res] = per_res.get(res, 0) + v
-        for kind, name in (("ClusterQueue", iv.cluster_queue), ("LocalQueue", iv.local_queue),
-                           ("Cohort", iv.cohort), ("Priority", iv.priority)):
-            e = entry(kind, name)
-            used, series = e["_used"], e["_series"]
-            for res, v in per_res.items():
-                used[res] = used.get(res, 0) + v * (t - s)
+        key = (iv.cluster_queue, iv.local_queue, iv.cohort, iv.priority)
+        targets = sinks.get(key)
+        if targets is None:
+            targets = sinks[key] = [(e["_used"], e["_series"]) for e in (
+                entry("ClusterQueue", iv.cluster_queue), entry("LocalQueue", iv.local_queue),
+                entry("Cohort", iv.cohort), entry("Priority", iv.priority))]
+        held = t - s
+        for res, v in per_res.items():
+            for used, series in targets:
+                used[res] = used.get(res, 0) + v * held
                 row = series.get(res)
                 if row is None:
                     row = series[res] = [0.0] * bins
-                for b in range(first_bin, last_bin + 1):
-                    b0 = start + b * width
-                    overlap = min(t, b0 + width) - max(s, b0)
-                    if overlap > 0:
-                        row[b] += v * overlap / width
+                for b, overlap in overlaps:
+                    row[b] += v * overlap / width
     for kind, names in out.items():
         for name, e in names.items():
             e["timeToAdmission"] = wait_stats(e.pop("_waits"))

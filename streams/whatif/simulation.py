@@ -51,6 +51,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from domain.decisions import Admitted, Decision, Deleted, Evicted, Finished, Preempted, QuotaReleased, QuotaReserved
 from domain.engine import Engine
 from domain.timestamps import format_time
@@ -62,6 +64,8 @@ from streams.whatif.source import Event, TimedRecord
 Pos = tuple[int, int]  # (recorded offset, index inside its Batch; -1 for a plain event)
 
 LIVE = ("pending", "reserved", "running", "evicted")
+_NAMED = frozenset(("WorkloadSubmitted", "WorkloadUpdated", "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased",
+                    "AdmissionCheckStateChanged"))  # the events workload_of names a workload of
 
 
 def workload_of(value: dict[str, Any]) -> str | None:
@@ -179,6 +183,7 @@ class Recorded:
     lifecycle: Lifecycle
     measure: Measure
     events: int
+    tracker: Tracker | None = None  # each workload's state at the end of the log
 
 
 def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] = Engine,
@@ -199,9 +204,10 @@ def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] =
                     continue  # a producer's retry: it changes nothing
                 seen_ids.add(eid)
             t = item.get("type")
-            w = workload_of(item)
+            w = workload_of(item) if t in _NAMED else None
             if w is None:
-                measure.item(item, now)
+                if t == "ConfigApplied" or measure.start is None:
+                    measure.item(item, now)
                 continue
             pos = (rec.offset, idx)
             state = tracker.state.get(w)
@@ -219,12 +225,15 @@ def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] =
                 life.dropped.add(pos)
             elif t == "WorkloadSubmitted":
                 tracker.submitted(w, pos)
-            measure.item(item, now, w)
+                measure.item(item, now, w)
+                continue
+            if measure.start is None:
+                measure.item(item, now, w)
         for d in engine.apply(rec.event, rec.offset) if engine is not None else decisions.get(rec.offset, ()):  # type: ignore[union-attr]
             tracker.decided(d, now)
             measure.decision(d, now)
     measure.close(records[-1].time if records else 0)
-    return Recorded(life, measure, len(records))
+    return Recorded(life, measure, len(records), tracker)
 
 
 # -- the changed world ---------------------------------------------------------------------------
@@ -373,21 +382,22 @@ class Stalled(RuntimeError):
 
 
 class _Pending:
-    __slots__ = ("key", "seq", "kind", "workload", "token", "event", "pos", "origin")
+    """A synthesized event waiting on the heap, as (key, seq, _Pending): the tuple compares in C."""
 
-    def __init__(self, key: tuple[int, int, int], seq: int, kind: str, workload: str, token: int, event: Event,
-                 pos: Pos | None, origin: int) -> None:
-        self.key = key
-        self.seq = seq
+    __slots__ = ("kind", "workload", "token", "event", "value", "pos", "origin")
+
+    def __init__(self, kind: str, workload: str, token: int, event: Event, value: dict[str, Any], pos: Pos | None,
+                 origin: int) -> None:
         self.kind = kind
         self.workload = workload
         self.token = token
-        self.event = event
+        self.event = event  # what the engine is given: the recorded bytes, or the event encoded
+        self.value = value  # the same event decoded (measures, and merging into a Batch)
         self.pos = pos
         self.origin = origin
 
-    def __lt__(self, other: _Pending) -> bool:
-        return (self.key, self.seq) < (other.key, other.seq)
+
+_encode = msgspec.json.encode
 
 
 def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, keep_log: bool = False,
@@ -398,7 +408,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
     engine = engine_factory()
     tracker = Tracker()
     measure = Measure()
-    heap: list[_Pending] = []
+    heap: list[tuple[tuple[int, int, int], int, _Pending]] = []
     seq = 0
     tokens: dict[str, int] = {}  # a workload's current run; a scheduled event of an older one is void
     released: dict[str, int] = {}  # releases synthesized per workload (ids of ones with no counterpart)
@@ -411,19 +421,21 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
     default_delay = life.release_delay
     max_events = max_events if max_events is not None else 20 * len(records) + 100_000
 
-    def schedule(kind: str, w: str, when: int, info: Synth | None, event: Event) -> None:
+    def schedule(kind: str, w: str, when: int, info: Synth | None, fresh: Callable[[], dict[str, Any]] | None = None) -> None:
+        """`info`: the recorded event this one stands for; `fresh`: the event when there is none."""
         nonlocal seq
+        pos: Pos | None = None
         if info is not None and when == info.time and (when, info.pos[0], 0) > cur:
             key = (when, info.pos[0], 0)
-            ev = info.event
-            pos: Pos | None = info.pos
+            ev: Event = info.event
+            value = info.value
+            pos = info.pos
         else:
             key = (when, cur[1], 1) if when == cur[0] else (when, -1, 0)
-            ev = event
-            pos = None
-            if info is not None and when != info.time:
-                ev = {**info.value, "time": format_time(when)}
-        heapq.heappush(heap, _Pending(key, seq, kind, w, tokens.get(w, 0), ev, pos, info.pos[0] if info else -1))
+            # Moved or new: encoded, so the engine reads it as it reads the recorded bytes.
+            value = {**info.value, "time": format_time(when)} if info is not None else fresh()  # type: ignore[misc]
+            ev = _encode(value)
+        heapq.heappush(heap, (key, seq, _Pending(kind, w, tokens.get(w, 0), ev, value, pos, info.pos[0] if info else -1)))
         seq += 1
 
     def valid(p: _Pending) -> bool:
@@ -444,10 +456,15 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                 if eid in seen_ids:
                     continue
                 seen_ids.add(eid)
-            w = workload_of(item)
-            if w is not None and item.get("type") == "WorkloadSubmitted":
-                tracker.submitted(w, (origin, idx))
-            measure.item(item, now, w)
+            # Only submissions and configuration are measured (and the first event: the start).
+            t = item.get("type")
+            if t == "WorkloadSubmitted":
+                w = workload_of(item)
+                if w is not None:
+                    tracker.submitted(w, (origin, idx))
+                measure.item(item, now, w)
+            elif t == "ConfigApplied" or measure.start is None:
+                measure.item(item, now)
         if log is not None:
             log.append(event)
         origins.append(origin)
@@ -465,7 +482,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                 inc = tracker.incarnation.get(w)
                 run = life.runs.get(inc) if inc is not None else None
                 if run is not None:
-                    schedule("finish", w, now + run.delay, run, run.event)
+                    schedule("finish", w, now + run.delay, run)
             elif what == "evicted":
                 tokens[w] = tokens.get(w, 0) + 1
                 evicted.append(w)
@@ -474,7 +491,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                 clean = life.cleanups.get(inc) if inc is not None else None
                 if clean is not None:
                     tokens[w] = tokens.get(w, 0) + 1
-                    schedule("cleanup", w, now + clean.delay, clean, clean.event)
+                    schedule("cleanup", w, now + clean.delay, clean)
         for w in evicted:
             if tracker.state.get(w) != "evicted":
                 continue  # released in the same event (Immediate, or a reservation only)
@@ -482,33 +499,38 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
             k = tracker.evictions.get(w, 0)
             info = life.releases.get((inc, k)) if inc is not None else None
             n = released[w] = released.get(w, 0) + 1
-            ns, _, name = w.partition("/")
-            fresh = {"type": "WorkloadReleased", "namespace": ns, "name": name, "time": format_time(now),
-                     "id": f"whatif/WorkloadReleased/{ns}/{name}/{n}"}
-            schedule("release", w, now + (info.delay if info is not None else default_delay), info, fresh)
+            when = now + (info.delay if info is not None else default_delay)
+
+            def fresh(w: str = w, n: int = n, when: int = when) -> dict[str, Any]:
+                ns, _, name = w.partition("/")
+                return {"type": "WorkloadReleased", "namespace": ns, "name": name, "time": format_time(when),
+                        "id": f"whatif/WorkloadReleased/{ns}/{name}/{n}"}
+
+            schedule("release", w, when, info, fresh)
         offset += 1
 
     i = 0
     same_instant = 0
     last_time = None
     while True:
-        while heap and not valid(heap[0]):
+        while heap and not valid(heap[0][2]):
             heapq.heappop(heap)
         slot = slots[i] if i < len(slots) else None
         if slot is None and not heap:
             break
-        if slot is not None and (not heap or slot.key <= heap[0].key):
+        if slot is not None and (not heap or slot.key <= heap[0][0]):
             cur = slot.key
             now = slot.key[0]
             items = list(slot.items)
             merged = False
-            while heap and heap[0].key == slot.key:
-                p = heapq.heappop(heap)
+            while heap and heap[0][0] == slot.key:
+                entry = heapq.heappop(heap)
+                p = entry[2]
                 if valid(p) and p.pos is not None and slot.batch:
-                    items.append((p.pos[1], p.event if isinstance(p.event, dict) else {}))
+                    items.append((p.pos[1], p.value))
                     merged = True
                 elif valid(p):
-                    heapq.heappush(heap, p)  # cannot merge (not a Batch): after the slot
+                    heapq.heappush(heap, entry)  # cannot merge (not a Batch): after the slot
                     break
             i += 1
             same_instant = 0  # the outside world moved on: not a stall
@@ -532,9 +554,9 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                 event = rec.event if slot.unchanged else items[0][1]
             apply(event, items, now, rec.offset, slot.touched)
         else:
-            p = heapq.heappop(heap)
-            cur = p.key
-            now = p.key[0]
+            key, _, p = heapq.heappop(heap)
+            cur = key
+            now = key[0]
             if now == last_time:
                 same_instant += 1
                 if same_instant > stall_limit:
@@ -546,11 +568,6 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                 raise Stalled(f"the changed world ran {offset} events ({len(records)} recorded): workloads keep "
                               f"preempting each other (last at {format_time(now)}); try the feature gate "
                               "PrioritizePreemptorWorkloads (configuration.featureGates.PrioritizePreemptorWorkloads=true)")
-            value = p.event if isinstance(p.event, dict) else None
-            if value is None:
-                from streams.whatif.source import decoded
-
-                value = decoded(p.event) or {}
-            apply(p.event, [(-1, value)], now, p.origin, False)
+            apply(p.event, [(-1, p.value)], now, p.origin, False)
     measure.close(max(cur[0], records[-1].time if records else 0))
     return Sim(measure, offset, origins, log, rejected_change)

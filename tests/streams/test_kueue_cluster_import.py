@@ -99,3 +99,32 @@ def test_a_dump_without_kueue_objects_is_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "holds no Kueue object" in result.stderr
     events, notes = convert([dump()])
     assert notes == [] and len(events) == 3 + 4 + 2
+
+
+def _imported(tmp_path: Path) -> Path:
+    src = tmp_path / "dump.yaml"
+    src.write_text(yaml.safe_dump(dump()))
+    out = tmp_path / "events.jsonl"
+    result = CliRunner().invoke(app, ["import", "kueue-cluster", str(src), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_whatif_with_no_change_over_an_imported_dump_admits_what_kueue_admitted(tmp_path: Path) -> None:
+    from streams.whatif.changes import Change
+    from streams.whatif.simulation import record, simulate
+    from streams.whatif.source import read_file
+
+    records = read_file(_imported(tmp_path))
+    sim = simulate(records, record(records), Change("no change"))
+    # The dump's Admitted conditions: w1 at 0, w2 at 100, w3 at 150; w4 (8 cpu in a 4-cpu queue) never.
+    kueue = {"team-a/w1": t(stamp(0)), "team-a/w2": t(stamp(100)), "team-a/w3": t(stamp(150)), "team-a/w4": None}
+    assert {w: r.first_admitted for w, r in sim.measure.workloads.items()} == kueue
+
+
+def test_estimate_over_an_imported_dump_says_a_workload_that_cannot_fit_is_never_admitted(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["estimate", "team-a/w4", str(_imported(tmp_path)), "--json"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["admissible"] is False and "request (8) > maximum capacity (4)" in r["reason"]
+    assert r["runs"] == 2  # w1's and w2's Kueue runtimes
