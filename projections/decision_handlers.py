@@ -33,11 +33,12 @@ from projections.statistics import (
     Histogram,
     QueueStats,
     increment,
+    observe,
 )
 from projections.view_model import ClusterQueueView, LQKey, WorkloadView
 
 if TYPE_CHECKING:
-    from domain.objects import LocalQueueSpec
+    from domain.objects import CohortSpec, LocalQueueSpec
     from projections.local_queue_usage import LocalQueueUsage
 
 
@@ -51,6 +52,7 @@ class DecisionHandlers:
         lq_usage: LocalQueueUsage
         clock: int
         local_queues: dict[LQKey, LocalQueueSpec]
+        cohorts: dict[str, CohortSpec]
         by_lq: dict[LQKey, dict[str, None]]
         by_priority_class: dict[str, dict[str, None]]
         counters: Counters
@@ -135,7 +137,17 @@ class DecisionHandlers:
             cq.admitted += 1
             wv.admitted = True
             self.lq_usage.admitted(wv.key, wv.lq, cq.spec, wv.usage, self.clock)
-            self._observe_admission(self._qstats(wv, cq.name), wait)
+            s = self._qstats(wv, cq.name)
+            self._observe_admission(s, wait)
+            # Kueue's admission_checks_wait_time_seconds: from the quota reservation
+            # (workload_controller.go, on the Admitted condition).
+            now = self.event_time_us
+            hist = s.admission_checks_wait
+            if hist is None:
+                hist = s.admission_checks_wait = self.counters.admission_checks_wait[s.key] = Histogram()
+            hist.observe(max(0, now - wv.reserved_us) / 1e6)
+            wv.admitted_us = now
+            self._count_cohort_admission(cq, wv)
             return
         cq = self.cluster_queues.get(d.clusterQueue)  # type: ignore[assignment]
         if cq is None:
@@ -152,6 +164,7 @@ class DecisionHandlers:
         wv.admitted = admitted
         wv.evicted = False
         wv.reason = wv.message = None
+        wv.reserved_us = self.event_time_us
         cq.holders[wv.key] = None
         self.lq_usage.reserved(wv.key, wv.lq, cq.spec, usage, admitted, self.clock)
         held = cq.held.get(id(usage))
@@ -176,6 +189,9 @@ class DecisionHandlers:
         if admitted:
             cq.admitted += 1
             s.admitted += 1
+            wv.admitted_us = wv.reserved_us
+            if cq.spec.cohort is not None:
+                self._count_cohort_admission(cq, wv)
             hist = s.admission_wait
             if hist is None:
                 hist = s.admission_wait = self.counters.admission_wait[s.key] = Histogram()
@@ -183,6 +199,20 @@ class DecisionHandlers:
             waiting.append(wait)
             if len(waiting) >= SETTLE_EVERY:
                 hist._settle()
+
+    def _count_cohort_admission(self, cq: ClusterQueueView, wv: WorkloadView) -> None:
+        """Kueue's cohort_subtree_admitted_workloads_total: one for every cohort above the
+        ClusterQueue (cohort_metrics.go ReportCohortSubtreeAdmittedWorkload); costs the depth."""
+        counts = self.counters.cohort_admitted
+        pc = wv.priority_class or ""
+        cohort = cq.spec.cohort
+        depth = 0
+        while cohort is not None and depth < len(self.cohorts) + 1:  # (the engine refuses cycles)
+            key = (cohort, pc)
+            counts[key] = counts.get(key, 0) + 1
+            spec = self.cohorts.get(cohort)
+            cohort = spec.parent if spec is not None else None
+            depth += 1
 
     def _observe_admission(self, s: QueueStats, wait: float) -> None:
         s.admitted += 1
@@ -249,6 +279,11 @@ class DecisionHandlers:
             if d.reason == reasons.ADMISSION_CHECK and not wv.active:
                 reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
         increment(c.evicted, (key, reason, cause))
+        now = self.event_time_us
+        if wv.admitted:
+            wv.ran_us += now - wv.admitted_us
+        wv.evicted_us = now
+        wv.evicted_reason = reason
         self.lq_usage.evicted(wv.key, self.clock)
         self._unadmit(wv)
         wv.evicted = True
@@ -257,8 +292,14 @@ class DecisionHandlers:
         wv = self._workload_of(d)
         if wv is None:
             return
+        evicted, cq_name = wv.evicted, wv.cluster_queue
         if self._release(wv) is None:
             self._anomaly(f"QuotaReleased for {wv.key}, which holds no quota")
+        elif evicted:
+            # Kueue's workload_eviction_latency_seconds: Evicted until back to pending
+            # (workload.EvictionPendingLatency), clamped at 0 as Kueue does.
+            latency = max(0, self.event_time_us - wv.evicted_us) / 1e6
+            observe(self.counters.eviction_latency, (cq_name, wv.evicted_reason), latency)
         wv.waiting_since_us = self.event_time_us
         wv.reason = wv.message = None
         self._reroute(wv)
@@ -274,6 +315,13 @@ class DecisionHandlers:
             if s is None or s.key[0] != wv.cluster_queue:
                 s = self._qstats(wv, wv.cluster_queue)
             s.finished += 1
+            if wv.admitted:
+                # Kueue's execution_time_seconds (workload.TotalExecutionTime): the time admitted,
+                # earlier admissions included; only for a workload admitted when it finishes.
+                hist = s.execution_time
+                if hist is None:
+                    hist = s.execution_time = self.counters.execution_time[s.key] = Histogram()
+                hist.observe(max(0, wv.ran_us + self.event_time_us - wv.admitted_us) / 1e6)
         self._forget(wv)
         self.finished[key] = None
         hist = self.history.get(key)

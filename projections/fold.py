@@ -320,6 +320,7 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
                     repr(w.spec), w.seq, w.queue_time, w.priority, w.created_us, w.waiting_since_us,
                     w.active, w.cluster_queue, usage(w.usage or {}), w.admitted, w.evicted,
                     w.reason, w.message, w.queued_in,
+                    w.reserved_us, w.admitted_us, w.ran_us, w.evicted_us, w.evicted_reason,
                 ]
                 for k, w in sorted(self.workloads.items())
             },
@@ -334,6 +335,10 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
                 "preempted": sorted(c.preempted.items()),
                 "admission_wait": sorted((k, hist(h)) for k, h in c.admission_wait.items()),
                 "quota_reserved_wait": sorted((k, hist(h)) for k, h in c.quota_reserved_wait.items()),
+                "admission_checks_wait": sorted((k, hist(h)) for k, h in c.admission_checks_wait.items()),
+                "execution_time": sorted((k, hist(h)) for k, h in c.execution_time.items()),
+                "eviction_latency": sorted((k, hist(h)) for k, h in c.eviction_latency.items()),
+                "cohort_admitted": sorted(c.cohort_admitted.items()),
                 "rejected": sorted(c.rejected.items()),
                 "decisions": sorted(c.decisions.items()),
             },
