@@ -53,11 +53,15 @@ from domain import reasons
 from domain.objects import STRICT_FIFO
 from projections.cohort_metrics import cohort_families
 from projections.fold import FR, WAIT_BUCKETS, Histogram, Projection, QueueKey
-from projections.workload_metrics import build_info, pending_resources, unadmitted_families
 from projections.views import (
     cluster_queue_active,
     local_queue_active,
     local_queue_counts,
+)
+from projections.workload_metrics import (
+    build_info,
+    pending_resources,
+    unadmitted_families,
 )
 
 ROLE = "standalone"

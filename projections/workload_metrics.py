@@ -1,5 +1,6 @@
 """Kueue's gauges that look at each waiting workload, and `kueue_build_info`; read from the
-projection when scraped (O(workloads), nothing in the fold).
+projection when scraped (O(workloads), nothing in the fold). `kueue_build_info` is
+streams/build_info.py's (the agent serves it too).
 
 - `kueue_cluster_queue_resource_pending{cluster_queue,resource}`: the requests of the workloads
   queued in the ClusterQueue (count × per-pod requests, after the Configuration's resource
@@ -18,16 +19,13 @@ projection when scraped (O(workloads), nothing in the fold).
 
 from __future__ import annotations
 
-import os
-import platform
-import sys
 from collections.abc import Iterator
-from importlib import metadata
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from domain.retransform import apply_to_spec
 from projections.fold import ClusterQueueView, Projection
+from streams.build_info import build_info as build_info  # (re-exported for metrics)
 
 ROLE = "standalone"
 NO_RESERVATION = "NoReservation"  # kueue.WorkloadAdmittedReasonNoReservation
@@ -75,29 +73,3 @@ def unadmitted_families(p: Projection) -> Iterator[Metric]:
         lq_family.add_metric([*lq_labels, ROLE], n)
     yield cq_family
     yield lq_family
-
-
-def _version() -> str:
-    try:
-        return "v" + metadata.version("quotaflow")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def build_info() -> GaugeMetricFamily:
-    """Kueue's build_info with its labels. quotaflow is Python: `go_version` carries the Python
-    version, `compiler` says whether the engine runs compiled by mypyc; the commit and build
-    date come from QUOTAFLOW_GIT_COMMIT and QUOTAFLOW_BUILD_DATE when the image sets them."""
-    from domain._engine_form import running_compiled
-
-    family = GaugeMetricFamily("kueue_build_info", "Kueue build information. 1 labeled by git version, git commit, build date, go version, compiler, platform", labels=["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"])
-    machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-    family.add_metric([
-        _version(),
-        os.environ.get("QUOTAFLOW_GIT_COMMIT", ""),
-        os.environ.get("QUOTAFLOW_BUILD_DATE", ""),
-        f"python{platform.python_version()}",
-        "mypyc" if running_compiled() else sys.implementation.name,
-        f"{sys.platform}/{machine}",
-    ], 1)
-    return family

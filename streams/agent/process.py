@@ -18,11 +18,12 @@ shell around it:
   between two transactions, and its standby membership is left cleanly), logging setup (JSON,
   streams/agent/structured_logs.py) and exit codes (a crashed agent exits non-zero, for Kubernetes to restart);
 - Faust's web server serves `GET /health` (200 while the agent runs, as active or standby; 503
-  once it stopped or failed) and `GET /status` (role, offsets, counters, last recovery) on
-  `QUOTAFLOW_HTTP_PORT` (6066) for probes and people.
+  once it stopped or failed), `GET /status` (role, offsets, counters, last recovery) and
+  `GET /metrics` (Kueue's admission attempt metrics, streams/agent/admission_attempts.py) on
+  `QUOTAFLOW_HTTP_PORT` (6066) for probes, people and Prometheus.
 
 The embedded SQLite runtime has no Kafka, which a Faust app cannot start without, so there the
-same service runs under `mode.Worker` (Faust's own service framework) and the same two endpoints
+same service runs under `mode.Worker` (Faust's own service framework) and the same endpoints
 are served by a small aiohttp server when an HTTP port is given.
 """
 
@@ -40,6 +41,27 @@ from streams.agent.loop import Agent
 from streams.agent.structured_logs import stdlib_config
 
 HEALTHY_ROLES = ("starting", "standby", "recovering", "active", "retrying")
+
+
+def metrics_exposition(agent: Agent) -> bytes:
+    """`GET /metrics`: the agent's own Kueue metrics (admission attempts, build info); the
+    projection serves the rest, from the logs."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.registry import Collector
+
+    from streams.build_info import build_info
+
+    class AgentCollector(Collector):
+        def collect(self) -> Any:
+            yield from agent.attempts.families()
+            yield build_info()
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(AgentCollector())
+    return generate_latest(registry)
+
+
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def status_document(agent: Agent) -> dict[str, Any]:
@@ -143,6 +165,10 @@ def kafka_app(
     async def status(web: Any, request: Any) -> Any:
         return web.json(status_document(agent))
 
+    @app.page("/metrics")
+    async def metrics(web: Any, request: Any) -> Any:
+        return web.bytes(metrics_exposition(agent), content_type=METRICS_CONTENT_TYPE)
+
     return app
 
 
@@ -179,9 +205,13 @@ class StatusServer(mode.Service):
         async def status(_: Any) -> Any:
             return web.json_response(status_document(self.agent))
 
+        async def metrics(_: Any) -> Any:
+            return web.Response(body=metrics_exposition(self.agent), headers={"Content-Type": METRICS_CONTENT_TYPE})
+
         webapp = web.Application()
         webapp.router.add_get("/health", health)
         webapp.router.add_get("/status", status)
+        webapp.router.add_get("/metrics", metrics)
         self._runner = web.AppRunner(webapp)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.bind, self.port).start()
