@@ -69,10 +69,13 @@ def reserved(state: State, cq: ClusterQueueState, ws: WorkloadState, admission: 
     fair = cq.spec.admission_mode == USAGE_BASED
     lq = _lq_of(ws)
     usage = _by_resource(admission.usage)
-    if fair:
-        state.afs.push_penalty(lq, ws.key, usage, state.clock)
-    if admission.admitted:
-        state.afs.admitted(lq, ws.key, usage, state.clock, settle=fair)
+    if fair and admission.admitted:
+        state.afs.admitted_at_once(lq, ws.key, usage, state.clock)
+    else:
+        if fair:
+            state.afs.push_penalty(lq, ws.key, usage, state.clock)
+        if admission.admitted:
+            state.afs.admitted(lq, ws.key, usage, state.clock, settle=fair)
     if fair:
         order_changed(state, lq)
 

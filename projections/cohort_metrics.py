@@ -56,9 +56,10 @@ class QuotaTree:
         for name in sorted(p.cluster_queues):
             cq = p.cluster_queues[name]
             node = self.queues[name] = QuotaNode(name, is_cluster_queue=True)
-            node.set_quotas(*quota_maps(cq.quotas))
+            # (the view's FR and the engine's are the same (flavor, resource) pairs)
+            node.set_quotas(*quota_maps(cq.quotas))  # type: ignore[arg-type]
             node.weight = cq.spec.fair_weight
-            node.usage = dict(cq.reservation)
+            node.usage = dict(cq.reservation)  # type: ignore[arg-type]
             if cq.spec.cohort is not None:
                 self._attach(node, self.cohorts[cq.spec.cohort])
         for node in self.cohorts.values():
