@@ -47,7 +47,8 @@ class DecisionHandlers:
 
     if TYPE_CHECKING:
         workloads: dict[str, WorkloadView]
-        finished: dict[str, None]
+        finished: dict[str, LQKey]
+        finished_by_lq: dict[LQKey, int]
         cluster_queues: dict[str, ClusterQueueView]
         lq_usage: LocalQueueUsage
         clock: int
@@ -323,7 +324,9 @@ class DecisionHandlers:
                     hist = s.execution_time = self.counters.execution_time[s.key] = Histogram()
                 hist.observe(max(0, wv.ran_us + self.event_time_us - wv.admitted_us) / 1e6)
         self._forget(wv)
-        self.finished[key] = None
+        self._forget_finished(key)  # (finished before under the same name, never deleted)
+        lq = self.finished[key] = wv.lq
+        self.finished_by_lq[lq] = self.finished_by_lq.get(lq, 0) + 1
         hist = self.history.get(key)
         if type(hist) is list:  # _settle_history, inline
             self.history[key] = array("q", hist)
@@ -331,12 +334,22 @@ class DecisionHandlers:
     def _on_deleted(self, d: Deleted, rec: DecisionRecord) -> None:
         key = d.workload or ""
         self._settle_history(key)
-        if key in self.finished:
-            del self.finished[key]
+        if self._forget_finished(key):
             return
         wv = self._workload_of(d)
         if wv is not None:
             self._forget(wv)
+
+    def _forget_finished(self, key: str) -> bool:
+        lq = self.finished.pop(key, None)
+        if lq is None:
+            return False
+        left = self.finished_by_lq[lq] - 1
+        if left:
+            self.finished_by_lq[lq] = left
+        else:
+            del self.finished_by_lq[lq]
+        return True
 
     def _settle_history(self, key: str) -> None:
         """A workload's history is a list while it lives (cheap to append to) and an array of

@@ -100,7 +100,8 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         self.lq_usage = LocalQueueUsage()  # admission fair sharing (projections/local_queue_usage.py)
         # workloads
         self.workloads: dict[str, WorkloadView] = {}
-        self.finished: dict[str, None] = {}
+        self.finished: dict[str, LQKey] = {}  # finished, not deleted -> its LocalQueue
+        self.finished_by_lq: dict[LQKey, int] = {}  # (Kueue's finished_workloads gauges)
         self.by_lq: dict[LQKey, dict[str, None]] = {}
         self.by_priority_class: dict[str, dict[str, None]] = {}
         # LocalQueue -> OrderKeys of its workloads queued in its ClusterQueue (kept apart from the
@@ -324,7 +325,8 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
                 ]
                 for k, w in sorted(self.workloads.items())
             },
-            "finished": sorted(self.finished),
+            "finished": sorted(self.finished.items()),
+            "finished_by_lq": sorted(self.finished_by_lq.items()),
             "by_lq": {f"{k[0]}/{k[1]}": sorted(v) for k, v in sorted(self.by_lq.items())},
             "by_priority_class": {k: sorted(v) for k, v in sorted(self.by_priority_class.items())},
             "counters": {

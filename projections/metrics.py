@@ -17,7 +17,7 @@ the logs, not one of several leader-elected replicas), `priority_class` is the w
 - `kueue_reserving_active_workloads`, `kueue_admitted_active_workloads{cluster_queue}`;
 - `kueue_cluster_queue_resource_reservation` / `_resource_usage` / `_nominal_quota` /
   `_borrowing_limit` / `_lending_limit{cohort,cluster_queue,flavor,resource}` (cpu in cores,
-  everything else in its base unit, as Kueue reports them);
+  everything else in its base unit, as Kueue reports them; an unset limit is +Inf);
 - `kueue_cluster_queue_status{cluster_queue,status}` (pending, active, terminating);
 - the `kueue_local_queue_*` equivalents, and `kueue_local_queue_admission_fair_sharing_usage{name,
   namespace,cluster_queue}` while the Configuration has `admissionFairSharing` (each LocalQueue's
@@ -29,6 +29,15 @@ Counters and histograms (from decisions): `kueue_admitted_workloads_total`,
 preemption counts as reason `Preempted`), `kueue_preempted_workloads_total{preempting_cluster_queue,reason}`,
 `kueue_admission_wait_time_seconds` and `kueue_quota_reserved_wait_time_seconds` (event time;
 see projections/fold.py), and their `kueue_local_queue_*` equivalents.
+
+Also (added): `kueue_finished_workloads` / `kueue_local_queue_finished_workloads` (gauges: finished,
+not deleted), `kueue_cohort_subtree_admitted_workloads_total`, `kueue_admission_checks_wait_time_seconds`,
+`kueue_execution_time_seconds`, `kueue_local_queue_quota_reserved_wait_time_seconds` (and the
+LocalQueue equivalents), `kueue_workload_eviction_latency_seconds` (see decision_handlers.py),
+each histogram with Kueue's buckets for it (16 or 14 of generateExponentialBuckets); the cohort
+tree and fair-sharing families (cohort_metrics.py); pending resources and unadmitted workloads
+(workload_metrics.py); `kueue_build_info` (streams/build_info.py). The admission attempt
+families are the agent's (streams/agent/admission_attempts.py).
 
 quotaflow's own: `quotaflow_projection_input_offset`, `quotaflow_projection_decisions`,
 `quotaflow_projection_undecided_events`, `quotaflow_rejected_events_total{reason}`.
@@ -206,7 +215,20 @@ class ProjectionCollector(Collector):
             if p.lq_usage.enabled:  # Kueue reports it for every LocalQueue while it is configured
                 spec = p.local_queues[key]
                 lq_afs.add_metric([name, ns, spec.cluster_queue, ROLE], p.lq_usage.usage(key, spec.fair_weight, p.clock))
-        yield from (lq_pending, lq_reserving, lq_admitted, lq_status, lq_reservation, lq_usage)
+        # Kueue's finished_workloads gauges: finished workloads not deleted, by their LocalQueue,
+        # and a ClusterQueue's the sum over the LocalQueues pointing at it (pkg/cache/queue manager.go)
+        finished_cq = GaugeMetricFamily("kueue_finished_workloads", "The number of finished workloads per 'cluster_queue'.", labels=cq_labels)
+        finished_lq = GaugeMetricFamily("kueue_local_queue_finished_workloads", "The number of finished workloads, per 'local_queue'.", labels=lq_labels)
+        per_cq = dict.fromkeys(p.cluster_queues, 0)
+        for key in sorted(p.local_queues):
+            n = p.finished_by_lq.get(key, 0)
+            finished_lq.add_metric([key[1], key[0], ROLE], n)
+            target = p.local_queues[key].cluster_queue
+            if target in per_cq:
+                per_cq[target] += n
+        for name, n in sorted(per_cq.items()):
+            finished_cq.add_metric([name, ROLE], n)
+        yield from (lq_pending, lq_reserving, lq_admitted, lq_status, lq_reservation, lq_usage, finished_cq, finished_lq)
         if p.lq_usage.enabled:
             yield lq_afs
 

@@ -213,3 +213,15 @@ def test_grafana_queries_find_their_series(both: dict[tuple[str, frozenset[tuple
     matching = [s for s in series if all(s.get(k) == val for k, val in selector.items())]
     assert matching, f"{metric}{selector}: no series"
     assert all(set(by) <= set(s) for s in matching)
+
+
+def test_finished_workloads_gauges_count_until_deleted() -> None:
+    events = scenario_preemption()
+    got = scrape(events)
+    assert v(got, "kueue_finished_workloads", cluster_queue="cq") == 2
+    assert v(got, "kueue_local_queue_finished_workloads", name="q", namespace="ns") == 2
+    assert v(got, "kueue_finished_workloads_total", cluster_queue="cq", priority_class="") == 2
+    events.append(at({"type": "WorkloadDeleted", "namespace": "ns", "name": "low"}, 21))
+    got = scrape(events)
+    assert v(got, "kueue_finished_workloads", cluster_queue="cq") == 1
+    assert v(got, "kueue_finished_workloads_total", cluster_queue="cq", priority_class="") == 2
