@@ -54,6 +54,7 @@ class DecisionHandlers:
         clock: int
         local_queues: dict[LQKey, LocalQueueSpec]
         cohorts: dict[str, CohortSpec]
+        _cohort_chains: dict[str, tuple[str, ...]]
         by_lq: dict[LQKey, dict[str, None]]
         by_priority_class: dict[str, dict[str, None]]
         counters: Counters
@@ -204,16 +205,20 @@ class DecisionHandlers:
     def _count_cohort_admission(self, cq: ClusterQueueView, wv: WorkloadView) -> None:
         """Kueue's cohort_subtree_admitted_workloads_total: one for every cohort above the
         ClusterQueue (cohort_metrics.go ReportCohortSubtreeAdmittedWorkload); costs the depth."""
+        chain = self._cohort_chains.get(cq.name)
+        if chain is None:
+            above: list[str] = []
+            cohort = cq.spec.cohort
+            while cohort is not None and len(above) <= len(self.cohorts):  # (the engine refuses cycles)
+                above.append(cohort)
+                spec = self.cohorts.get(cohort)
+                cohort = spec.parent if spec is not None else None
+            chain = self._cohort_chains[cq.name] = tuple(above)
         counts = self.counters.cohort_admitted
         pc = wv.priority_class or ""
-        cohort = cq.spec.cohort
-        depth = 0
-        while cohort is not None and depth < len(self.cohorts) + 1:  # (the engine refuses cycles)
+        for cohort in chain:
             key = (cohort, pc)
             counts[key] = counts.get(key, 0) + 1
-            spec = self.cohorts.get(cohort)
-            cohort = spec.parent if spec is not None else None
-            depth += 1
 
     def _observe_admission(self, s: QueueStats, wait: float) -> None:
         s.admitted += 1
@@ -322,7 +327,10 @@ class DecisionHandlers:
                 hist = s.execution_time
                 if hist is None:
                     hist = s.execution_time = self.counters.execution_time[s.key] = Histogram()
-                hist.observe(max(0, wv.ran_us + self.event_time_us - wv.admitted_us) / 1e6)
+                waiting = hist._waiting  # Histogram.observe, inline
+                waiting.append(max(0, wv.ran_us + self.event_time_us - wv.admitted_us) / 1e6)
+                if len(waiting) >= SETTLE_EVERY:
+                    hist._settle()
         self._forget(wv)
         self._forget_finished(key)  # (finished before under the same name, never deleted)
         lq = self.finished[key] = wv.lq

@@ -130,6 +130,9 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         self._timestamp_ms = 0
         self._dirty: dict[str, None] = {}  # workloads to (re)queue at the end of the event
         self._top_time: int | None = None
+        # ClusterQueue -> the cohorts above it, for counting admissions per cohort subtree;
+        # forgotten at every configuration change
+        self._cohort_chains: dict[str, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------------------------------
     # the fold
@@ -206,6 +209,7 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
             if type(applied) is not Applied:
                 self._anomaly(f"input offset {self.position}: {etype} applied without an Applied decision")
                 return
+            self._cohort_chains = {}
             self._follow_config(raw, applied)  # type: ignore[arg-type]
         elif etype == "WorkloadSubmitted":
             self._workload_submitted(raw, seq, index is None)

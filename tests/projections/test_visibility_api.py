@@ -1,6 +1,6 @@
 """Kueue's visibility API over HTTP at both versions Kueue serves (v1beta2, preferred, and
 v1beta1): same positions, the version asked for in `apiVersion`, the API server's NotFound, and
-the discovery documents kubectl reads first."""
+the discovery documents kubectl reads first; and /metrics served from the same app."""
 
 from __future__ import annotations
 
@@ -72,3 +72,12 @@ async def test_quotaflow_paths_are_unchanged(client: TestClient[Any, Any]) -> No
     summary = await get(client, "/clusterqueues/cq/pendingworkloads?limit=2")
     assert summary["apiVersion"] == f"{GROUP}/v1beta1" and len(summary["items"]) == 2
     assert (await get(client, "/clusterqueues/nope/pendingworkloads", 404))["message"] == "ClusterQueue nope not found"
+
+
+async def test_metrics_are_served(client: TestClient[Any, Any]) -> None:
+    resp = await client.get("/metrics")
+    assert resp.status == 200
+    text = await resp.text()
+    assert 'kueue_pending_workloads{cluster_queue="cq",replica_role="standalone",status="inadmissible"} 7.0' in text
+    assert 'kueue_cluster_queue_resource_pending{cluster_queue="cq",replica_role="standalone",resource="cpu"} 7.0' in text
+    assert "kueue_build_info{" in text
