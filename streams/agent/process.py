@@ -167,7 +167,7 @@ def kafka_app(
 
     @app.page("/metrics")
     async def metrics(web: Any, request: Any) -> Any:
-        return web.bytes(metrics_exposition(agent), content_type=METRICS_CONTENT_TYPE)
+        return web.bytes(metrics_exposition(agent), headers={"Content-Type": METRICS_CONTENT_TYPE})
 
     return app
 

@@ -97,3 +97,15 @@ async def test_the_agent_serves_them(tmp_path: Path) -> None:
     assert got[("kueue_admission_attempts_total", "inadmissible")] == want.count(False)
     assert got[("kueue_admission_attempt_duration_seconds_count", "success")] == want.count(True)
     assert got[("kueue_build_info", None)] == 1
+
+
+async def test_the_faust_app_serves_them(tmp_path: Path) -> None:
+    """The Kafka runtime's page (Faust's web server), called without a broker."""
+    from streams.agent.process import kafka_app
+
+    agent = Agent(SqliteLog(tmp_path / "log.db"), AgentConfig(Topics("in", "out", "snap"), standby=False))
+    agent.attempts.record(True, 0.002)
+    app = kafka_app(agent, bootstrap="localhost:1", credentials=None, http_port=0)
+    resp = await app.web.views["/metrics"].get(None)
+    assert resp.status == 200 and resp.content_type == "text/plain"
+    assert b'kueue_admission_attempts_total{replica_role="standalone",result="success"} 1.0' in resp.body
