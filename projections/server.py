@@ -16,6 +16,7 @@ both logs on Kafka *or* SQLite, and a Faust app cannot start without Kafka. The 
 | `GET /apis/visibility.kueue.x-k8s.io/{v1beta2,v1beta1}/...` | Kueue's visibility API at both versions it serves (clusterqueues/{name}/pendingworkloads, namespaces/{ns}/localqueues/{name}/pendingworkloads; the group and version documents for discovery) |
 | `GET /metrics` | Prometheus, Kueue's metric names |
 | `GET /status`, `/health` | where the projection stands |
+| `GET /`, `/api/...` | the dashboard and its data (projections/dashboard) |
 
 Every JSON view carries `asOf` (input offset, decision offset, undecided events).
 """
@@ -25,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from projections import views
+from projections import dashboard, views
 from projections.fold import Projection
 from projections.follower import Follower
 from projections.metrics import exposition, registry_for
@@ -41,8 +43,9 @@ _encode = msgspec.json.Encoder().encode
 
 
 class ProjectionServer:
-    def __init__(self, log: EventLog, topics: Topics, *, recent: int = 20_000) -> None:
+    def __init__(self, log: EventLog, topics: Topics, *, recent: int = 20_000, reports: Path | None = None) -> None:
         self.log = log
+        self.reports = reports  # what-if HTML reports the dashboard lists
         self.topics = topics
         self.projection = Projection()
         self.follower = Follower(log, topics, self.projection, recent=recent)
@@ -277,4 +280,5 @@ class ProjectionServer:
         app = web.Application()
         for path, handler in routes:
             app.router.add_get(path, handler)
+        dashboard.register(app, self, self.reports)
         return app

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -248,20 +249,24 @@ def register(app: typer.Typer) -> None:
         broker: str = broker_option(),
         port: int = typer.Option(8080, "--port", envvar="QUOTAFLOW_VIEWS_PORT", help="HTTP port (0: any free port)"),
         host: str = typer.Option("0.0.0.0", "--host", help="address to bind"),
+        reports: Path | None = typer.Option(
+            None, "--reports", exists=True, file_okay=False, dir_okay=True,
+            help="a directory of what-if HTML reports (quotaflow whatif --html) the dashboard lists",
+        ),
     ) -> None:
-        """Serve the views (JSON) and Prometheus /metrics over HTTP, following the logs."""
+        """Serve the dashboard at /, the views (JSON) and Prometheus /metrics over HTTP, following the logs."""
         from projections.server import ProjectionServer
 
         async def go() -> None:
             log, topics = await _open(broker)
-            server = ProjectionServer(log, topics)
+            server = ProjectionServer(log, topics, reports=reports)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
             try:
                 bound = await server.start(host, port)
-                typer.echo(f"quotaflow views on http://{host}:{bound} (log {log.url})", err=True)
+                typer.echo(f"quotaflow dashboard and views on http://{host}:{bound}/ (log {log.url})", err=True)
                 await stop.wait()
             finally:
                 await server.stop()
