@@ -8,6 +8,7 @@ whose sampling falls due, found through a heap.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from domain.admission_fair_sharing import USAGE_BASED, LQKey
@@ -68,10 +69,13 @@ def reserved(state: State, cq: ClusterQueueState, ws: WorkloadState, admission: 
     fair = cq.spec.admission_mode == USAGE_BASED
     lq = _lq_of(ws)
     usage = _by_resource(admission.usage)
-    if fair:
-        state.afs.push_penalty(lq, ws.key, usage, state.clock)
-    if admission.admitted:
-        state.afs.admitted(lq, ws.key, usage, state.clock, settle=fair)
+    if fair and admission.admitted:
+        state.afs.admitted_at_once(lq, ws.key, usage, state.clock)
+    else:
+        if fair:
+            state.afs.push_penalty(lq, ws.key, usage, state.clock)
+        if admission.admitted:
+            state.afs.admitted(lq, ws.key, usage, state.clock, settle=fair)
     if fair:
         order_changed(state, lq)
 
@@ -149,3 +153,41 @@ def order_changed(state: State, lq: LQKey) -> None:
         return
     if cq.queue.fair_order_changed() and cq.active:
         state.ready[cq.name] = None
+
+
+Place = tuple[int, int, int, str]  # a candidate's place in a ClusterQueue (domain/candidate_index.py)
+
+
+def by_usage(state: State, places: Iterator[Place]) -> Iterator[Place]:
+    """One fair ClusterQueue's preemption candidates, those of the most used LocalQueue first,
+    then in their own order (priority, most recently admitted, name).
+
+    As Kueue's CandidatesOrdering with AdmissionFairSharing on
+    (pkg/scheduler/preemption/common/ordering.go): between two workloads of the same ClusterQueue
+    whose LocalQueues differ and both have a usage (the ClusterQueue opts in), the higher usage
+    goes first, before priority is compared. The usages are those its admission queue orders by
+    (as of the latest sampling, as Kueue's snapshot takes them at the start of a cycle). The
+    queue's candidates are then read in full and sorted: this costs what the queue holds, only
+    in a fair ClusterQueue."""
+    workloads = state.workloads
+    ranks: dict[LQKey, tuple[int, float]] = {}
+    keyed = []
+    for place in places:
+        lq = _lq_of(workloads[place[3]])
+        rank = ranks.get(lq)
+        if rank is None:
+            rank = ranks[lq] = _usage_rank(state, lq)
+        keyed.append(((-rank[0], -rank[1]), place))
+    keyed.sort()
+    return iter([place for _, place in keyed])
+
+
+def _usage_rank(state: State, lq: LQKey) -> tuple[int, float]:
+    """(1, 0) for an infinite usage (weight 0), else (0, usage); a LocalQueue with no entry
+    (deleted) has none: 0, as Kueue reads a missing ledger entry. Reading creates no entry."""
+    weight = weight_of(state, lq)
+    if weight <= 0:
+        return (1, 0.0)
+    if lq not in state.afs.entries:
+        return (0, 0.0)
+    return state.afs.rank(lq, state.clock, weight)

@@ -238,8 +238,8 @@ class Configuration:
     workload_priority_class_defaulting: bool = True
     # `resources`: excludeResourcePrefixes and transformations (domain/resource_transformations.py).
     resources: ResourcesConfig = NO_RESOURCES
-    # `admissionFairSharing` (Kueue's AdmissionFairSharing gate is beta and on by default; the gate
-    # itself is not one quotaflow lets you turn off).
+    # `admissionFairSharing`, None unless it is set and the AdmissionFairSharing gate is on (beta,
+    # on by default), as Kueue's afs.Enabled.
     admission_fair_sharing: AdmissionFairSharing | None = None
     # quotaflow's `quotaflow.tenantLimits` (domain/authority.py).
     tenant_limits: TenantLimits = NO_TENANT_LIMITS
@@ -250,7 +250,12 @@ class Configuration:
 # silently would promise a behaviour the engine does not have.
 PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
 WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
-FEATURE_GATES: dict[str, bool] = {PRIORITIZE_PREEMPTOR_WORKLOADS: False, WORKLOAD_PRIORITY_CLASS_DEFAULTING: True}
+ADMISSION_FAIR_SHARING = "AdmissionFairSharing"  # beta, on since Kueue 0.15 (pkg/features)
+FEATURE_GATES: dict[str, bool] = {
+    ADMISSION_FAIR_SHARING: True,
+    PRIORITIZE_PREEMPTOR_WORKLOADS: False,
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING: True,
+}
 
 
 ConfigObject = (
@@ -625,6 +630,8 @@ def parse_configuration(obj: Fields) -> Configuration:
     release = own.enum("evictionRelease", (ON_RELEASE, IMMEDIATE), ON_RELEASE)
     tenant_limits = parse_tenant_limits(own)
     gates = _feature_gates(obj)
+    # The stanza is validated either way; with the gate off it changes nothing (afs.Enabled).
+    afs = parse_admission_fair_sharing(obj)
     return Configuration(
         policy,
         strategies,
@@ -632,7 +639,7 @@ def parse_configuration(obj: Fields) -> Configuration:
         prioritize_preemptor_workloads=gates[PRIORITIZE_PREEMPTOR_WORKLOADS],
         workload_priority_class_defaulting=gates[WORKLOAD_PRIORITY_CLASS_DEFAULTING],
         resources=parse_resources(obj),
-        admission_fair_sharing=parse_admission_fair_sharing(obj),
+        admission_fair_sharing=afs if gates[ADMISSION_FAIR_SHARING] else None,
         tenant_limits=tenant_limits,
     )
 

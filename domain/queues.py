@@ -218,6 +218,8 @@ class PendingQueue:
         ranks = self.fair
         lq_of = self.lq_of
         every = len(self.lq_classes)
+        if every == 1:
+            return self.ready[0][0] if self.ready else None  # one LocalQueue: its order is the order
         best: tuple[Any, OrderKey] | None = None
         seen: dict[LQKey, None] = {}
         for key, cls in self.ready:

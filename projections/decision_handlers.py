@@ -33,11 +33,12 @@ from projections.statistics import (
     Histogram,
     QueueStats,
     increment,
+    observe,
 )
 from projections.view_model import ClusterQueueView, LQKey, WorkloadView
 
 if TYPE_CHECKING:
-    from domain.objects import LocalQueueSpec
+    from domain.objects import CohortSpec, LocalQueueSpec
     from projections.local_queue_usage import LocalQueueUsage
 
 
@@ -46,11 +47,14 @@ class DecisionHandlers:
 
     if TYPE_CHECKING:
         workloads: dict[str, WorkloadView]
-        finished: dict[str, None]
+        finished: dict[str, LQKey]
+        finished_by_lq: dict[LQKey, int]
         cluster_queues: dict[str, ClusterQueueView]
         lq_usage: LocalQueueUsage
         clock: int
         local_queues: dict[LQKey, LocalQueueSpec]
+        cohorts: dict[str, CohortSpec]
+        _cohort_chains: dict[str, tuple[str, ...]]
         by_lq: dict[LQKey, dict[str, None]]
         by_priority_class: dict[str, dict[str, None]]
         counters: Counters
@@ -135,7 +139,17 @@ class DecisionHandlers:
             cq.admitted += 1
             wv.admitted = True
             self.lq_usage.admitted(wv.key, wv.lq, cq.spec, wv.usage, self.clock)
-            self._observe_admission(self._qstats(wv, cq.name), wait)
+            s = self._qstats(wv, cq.name)
+            self._observe_admission(s, wait)
+            # Kueue's admission_checks_wait_time_seconds: from the quota reservation
+            # (workload_controller.go, on the Admitted condition).
+            now = self.event_time_us
+            hist = s.admission_checks_wait
+            if hist is None:
+                hist = s.admission_checks_wait = self.counters.admission_checks_wait[s.key] = Histogram()
+            hist.observe(max(0, now - wv.reserved_us) / 1e6)
+            wv.admitted_us = now
+            self._count_cohort_admission(cq, wv)
             return
         cq = self.cluster_queues.get(d.clusterQueue)  # type: ignore[assignment]
         if cq is None:
@@ -152,6 +166,7 @@ class DecisionHandlers:
         wv.admitted = admitted
         wv.evicted = False
         wv.reason = wv.message = None
+        wv.reserved_us = self.event_time_us
         cq.holders[wv.key] = None
         self.lq_usage.reserved(wv.key, wv.lq, cq.spec, usage, admitted, self.clock)
         held = cq.held.get(id(usage))
@@ -176,6 +191,9 @@ class DecisionHandlers:
         if admitted:
             cq.admitted += 1
             s.admitted += 1
+            wv.admitted_us = wv.reserved_us
+            if cq.spec.cohort is not None:
+                self._count_cohort_admission(cq, wv)
             hist = s.admission_wait
             if hist is None:
                 hist = s.admission_wait = self.counters.admission_wait[s.key] = Histogram()
@@ -183,6 +201,24 @@ class DecisionHandlers:
             waiting.append(wait)
             if len(waiting) >= SETTLE_EVERY:
                 hist._settle()
+
+    def _count_cohort_admission(self, cq: ClusterQueueView, wv: WorkloadView) -> None:
+        """Kueue's cohort_subtree_admitted_workloads_total: one for every cohort above the
+        ClusterQueue (cohort_metrics.go ReportCohortSubtreeAdmittedWorkload); costs the depth."""
+        chain = self._cohort_chains.get(cq.name)
+        if chain is None:
+            above: list[str] = []
+            cohort = cq.spec.cohort
+            while cohort is not None and len(above) <= len(self.cohorts):  # (the engine refuses cycles)
+                above.append(cohort)
+                spec = self.cohorts.get(cohort)
+                cohort = spec.parent if spec is not None else None
+            chain = self._cohort_chains[cq.name] = tuple(above)
+        counts = self.counters.cohort_admitted
+        pc = wv.priority_class or ""
+        for cohort in chain:
+            key = (cohort, pc)
+            counts[key] = counts.get(key, 0) + 1
 
     def _observe_admission(self, s: QueueStats, wait: float) -> None:
         s.admitted += 1
@@ -249,6 +285,11 @@ class DecisionHandlers:
             if d.reason == reasons.ADMISSION_CHECK and not wv.active:
                 reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
         increment(c.evicted, (key, reason, cause))
+        now = self.event_time_us
+        if wv.admitted:
+            wv.ran_us += now - wv.admitted_us
+        wv.evicted_us = now
+        wv.evicted_reason = reason
         self.lq_usage.evicted(wv.key, self.clock)
         self._unadmit(wv)
         wv.evicted = True
@@ -257,8 +298,14 @@ class DecisionHandlers:
         wv = self._workload_of(d)
         if wv is None:
             return
+        evicted, cq_name = wv.evicted, wv.cluster_queue
         if self._release(wv) is None:
             self._anomaly(f"QuotaReleased for {wv.key}, which holds no quota")
+        elif evicted:
+            # Kueue's workload_eviction_latency_seconds: Evicted until back to pending
+            # (workload.EvictionPendingLatency), clamped at 0 as Kueue does.
+            latency = max(0, self.event_time_us - wv.evicted_us) / 1e6
+            observe(self.counters.eviction_latency, (cq_name, wv.evicted_reason), latency)
         wv.waiting_since_us = self.event_time_us
         wv.reason = wv.message = None
         self._reroute(wv)
@@ -274,8 +321,20 @@ class DecisionHandlers:
             if s is None or s.key[0] != wv.cluster_queue:
                 s = self._qstats(wv, wv.cluster_queue)
             s.finished += 1
+            if wv.admitted:
+                # Kueue's execution_time_seconds (workload.TotalExecutionTime): the time admitted,
+                # earlier admissions included; only for a workload admitted when it finishes.
+                hist = s.execution_time
+                if hist is None:
+                    hist = s.execution_time = self.counters.execution_time[s.key] = Histogram()
+                waiting = hist._waiting  # Histogram.observe, inline
+                waiting.append(max(0, wv.ran_us + self.event_time_us - wv.admitted_us) / 1e6)
+                if len(waiting) >= SETTLE_EVERY:
+                    hist._settle()
         self._forget(wv)
-        self.finished[key] = None
+        self._forget_finished(key)  # (finished before under the same name, never deleted)
+        lq = self.finished[key] = wv.lq
+        self.finished_by_lq[lq] = self.finished_by_lq.get(lq, 0) + 1
         hist = self.history.get(key)
         if type(hist) is list:  # _settle_history, inline
             self.history[key] = array("q", hist)
@@ -283,12 +342,22 @@ class DecisionHandlers:
     def _on_deleted(self, d: Deleted, rec: DecisionRecord) -> None:
         key = d.workload or ""
         self._settle_history(key)
-        if key in self.finished:
-            del self.finished[key]
+        if self._forget_finished(key):
             return
         wv = self._workload_of(d)
         if wv is not None:
             self._forget(wv)
+
+    def _forget_finished(self, key: str) -> bool:
+        lq = self.finished.pop(key, None)
+        if lq is None:
+            return False
+        left = self.finished_by_lq[lq] - 1
+        if left:
+            self.finished_by_lq[lq] = left
+        else:
+            del self.finished_by_lq[lq]
+        return True
 
     def _settle_history(self, key: str) -> None:
         """A workload's history is a list while it lives (cheap to append to) and an array of

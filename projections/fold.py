@@ -103,7 +103,8 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         self.lq_usage = LocalQueueUsage()  # admission fair sharing (projections/local_queue_usage.py)
         # workloads
         self.workloads: dict[str, WorkloadView] = {}
-        self.finished: dict[str, None] = {}
+        self.finished: dict[str, LQKey] = {}  # finished, not deleted -> its LocalQueue
+        self.finished_by_lq: dict[LQKey, int] = {}  # (Kueue's finished_workloads gauges)
         self.by_lq: dict[LQKey, dict[str, None]] = {}
         self.by_priority_class: dict[str, dict[str, None]] = {}
         # LocalQueue -> OrderKeys of its workloads queued in its ClusterQueue (kept apart from the
@@ -132,6 +133,9 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         self._timestamp_ms = 0
         self._dirty: dict[str, None] = {}  # workloads to (re)queue at the end of the event
         self._top_time: int | None = None
+        # ClusterQueue -> the cohorts above it, for counting admissions per cohort subtree;
+        # forgotten at every configuration change
+        self._cohort_chains: dict[str, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------------------------------
     # the fold
@@ -208,6 +212,7 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
             if type(applied) is not Applied:
                 self._anomaly(f"input offset {self.position}: {etype} applied without an Applied decision")
                 return
+            self._cohort_chains = {}
             self._follow_config(raw, applied)  # type: ignore[arg-type]
         elif etype == "WorkloadSubmitted":
             self._workload_submitted(raw, seq, index is None)
@@ -324,10 +329,12 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
                     repr(w.spec), w.seq, w.queue_time, w.priority, w.created_us, w.waiting_since_us,
                     w.active, w.cluster_queue, usage(w.usage or {}), w.admitted, w.evicted,
                     w.reason, w.message, w.queued_in,
+                    w.reserved_us, w.admitted_us, w.ran_us, w.evicted_us, w.evicted_reason,
                 ]
                 for k, w in sorted(self.workloads.items())
             },
-            "finished": sorted(self.finished),
+            "finished": sorted(self.finished.items()),
+            "finished_by_lq": sorted(self.finished_by_lq.items()),
             "by_lq": {f"{k[0]}/{k[1]}": sorted(v) for k, v in sorted(self.by_lq.items())},
             "by_priority_class": {k: sorted(v) for k, v in sorted(self.by_priority_class.items())},
             "counters": {
@@ -338,6 +345,10 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
                 "preempted": sorted(c.preempted.items()),
                 "admission_wait": sorted((k, hist(h)) for k, h in c.admission_wait.items()),
                 "quota_reserved_wait": sorted((k, hist(h)) for k, h in c.quota_reserved_wait.items()),
+                "admission_checks_wait": sorted((k, hist(h)) for k, h in c.admission_checks_wait.items()),
+                "execution_time": sorted((k, hist(h)) for k, h in c.execution_time.items()),
+                "eviction_latency": sorted((k, hist(h)) for k, h in c.eviction_latency.items()),
+                "cohort_admitted": sorted(c.cohort_admitted.items()),
                 "rejected": sorted(c.rejected.items()),
                 "decisions": sorted(c.decisions.items()),
             },

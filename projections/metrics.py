@@ -17,7 +17,7 @@ the logs, not one of several leader-elected replicas), `priority_class` is the w
 - `kueue_reserving_active_workloads`, `kueue_admitted_active_workloads{cluster_queue}`;
 - `kueue_cluster_queue_resource_reservation` / `_resource_usage` / `_nominal_quota` /
   `_borrowing_limit` / `_lending_limit{cohort,cluster_queue,flavor,resource}` (cpu in cores,
-  everything else in its base unit, as Kueue reports them);
+  everything else in its base unit, as Kueue reports them; an unset limit is +Inf);
 - `kueue_cluster_queue_status{cluster_queue,status}` (pending, active, terminating);
 - the `kueue_local_queue_*` equivalents, and `kueue_local_queue_admission_fair_sharing_usage{name,
   namespace,cluster_queue}` while the Configuration has `admissionFairSharing` (each LocalQueue's
@@ -30,12 +30,22 @@ preemption counts as reason `Preempted`), `kueue_preempted_workloads_total{preem
 `kueue_admission_wait_time_seconds` and `kueue_quota_reserved_wait_time_seconds` (event time;
 see projections/fold.py), and their `kueue_local_queue_*` equivalents.
 
+Also (added): `kueue_finished_workloads` / `kueue_local_queue_finished_workloads` (gauges: finished,
+not deleted), `kueue_cohort_subtree_admitted_workloads_total`, `kueue_admission_checks_wait_time_seconds`,
+`kueue_execution_time_seconds`, `kueue_local_queue_quota_reserved_wait_time_seconds` (and the
+LocalQueue equivalents), `kueue_workload_eviction_latency_seconds` (see decision_handlers.py),
+each histogram with Kueue's buckets for it (16 or 14 of generateExponentialBuckets); the cohort
+tree and fair-sharing families (cohort_metrics.py); pending resources and unadmitted workloads
+(workload_metrics.py); `kueue_build_info` (streams/build_info.py). The admission attempt
+families are the agent's (streams/agent/admission_attempts.py).
+
 quotaflow's own: `quotaflow_projection_input_offset`, `quotaflow_projection_decisions`,
 `quotaflow_projection_undecided_events`, `quotaflow_rejected_events_total{reason}`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -50,11 +60,17 @@ from prometheus_client.registry import Collector
 
 from domain import reasons
 from domain.objects import STRICT_FIFO
+from projections.cohort_metrics import cohort_families
 from projections.fold import FR, WAIT_BUCKETS, Histogram, Projection, QueueKey
 from projections.views import (
     cluster_queue_active,
     local_queue_active,
     local_queue_counts,
+)
+from projections.workload_metrics import (
+    build_info,
+    pending_resources,
+    unadmitted_families,
 )
 
 ROLE = "standalone"
@@ -97,16 +113,19 @@ def _merge(data: dict[Any, Histogram], project: Callable[[Any], Any]) -> dict[An
     return out
 
 
-def _histogram(name: str, doc: str, labels: list[str], data: dict[Any, Histogram]) -> HistogramMetricFamily:
+def _histogram(name: str, doc: str, labels: list[str], data: dict[Any, Histogram], buckets: int = 16) -> HistogramMetricFamily:
+    """`buckets`: Kueue's generateExponentialBuckets(n) for this family, the first n of
+    WAIT_BUCKETS (observations above the last bound count in +Inf only)."""
     family = HistogramMetricFamily(name, doc, labels=labels)
+    bounds = WAIT_BUCKETS[:buckets]
     for key, h in sorted(data.items()):
         cumulative = 0
-        buckets = []
-        for bound, count in zip(WAIT_BUCKETS, h.buckets, strict=True):
+        buckets_out = []
+        for bound, count in zip(bounds, h.buckets[:buckets], strict=True):
             cumulative += count
-            buckets.append((repr(float(bound)), cumulative))
-        buckets.append(("+Inf", h.count))
-        family.add_metric([*key, ROLE], buckets, h.sum)
+            buckets_out.append((repr(float(bound)), cumulative))
+        buckets_out.append(("+Inf", h.count))
+        family.add_metric([*key, ROLE], buckets_out, h.sum)
     return family
 
 
@@ -128,8 +147,9 @@ class ProjectionCollector(Collector):
         reservation = GaugeMetricFamily("kueue_cluster_queue_resource_reservation", "Reports the cluster_queue's total resource reservation within all the flavors", labels=res_labels)
         usage = GaugeMetricFamily("kueue_cluster_queue_resource_usage", "Reports the cluster_queue's total resource usage within all the flavors", labels=res_labels)
         nominal = GaugeMetricFamily("kueue_cluster_queue_nominal_quota", "Reports the cluster_queue's resource nominal quota within all the flavors", labels=res_labels)
-        borrowing = GaugeMetricFamily("kueue_cluster_queue_borrowing_limit", "Reports the cluster_queue's resource borrowing limit within all the flavors", labels=res_labels)
-        lending = GaugeMetricFamily("kueue_cluster_queue_lending_limit", "Reports the cluster_queue's resource lending limit within all the flavors", labels=res_labels)
+        borrowing = GaugeMetricFamily("kueue_cluster_queue_borrowing_limit", "Reports the cluster_queue's resource borrowing limit within all the flavors. If borrowingLimit is unset, this metric reports +Inf.", labels=res_labels)
+        lending = GaugeMetricFamily("kueue_cluster_queue_lending_limit", "Reports the cluster_queue's resource lending limit within all the flavors. If lendingLimit is unset, this metric reports +Inf.", labels=res_labels)
+        resource_pending = GaugeMetricFamily("kueue_cluster_queue_resource_pending", "Reports the cluster_queue's total pending resource requests. Unlike resource_reservation, pending workloads have not yet been assigned to flavors.", labels=["cluster_queue", "resource", "replica_role"])
         for name in sorted(p.cluster_queues):
             cq = p.cluster_queues[name]
             counts = {"active": 0, "inadmissible": 0}
@@ -153,10 +173,15 @@ class ProjectionCollector(Collector):
                 usage.add_metric(labels, value(res, cq.usage.get(fr, 0)))
                 q = cq.quotas.get(fr)
                 if q is not None:
+                    # An unset limit is +Inf, as Kueue's reportResourceMetrics reports it.
                     nominal.add_metric(labels, value(res, q.nominal))
-                    borrowing.add_metric(labels, value(res, q.borrowing_limit or 0))
-                    lending.add_metric(labels, value(res, q.lending_limit or 0))
-        yield from (pending, reserving, admitted, status, reservation, usage, nominal, borrowing, lending)
+                    borrowing.add_metric(labels, math.inf if q.borrowing_limit is None else value(res, q.borrowing_limit))
+                    lending.add_metric(labels, math.inf if q.lending_limit is None else value(res, q.lending_limit))
+            for res, amount in pending_resources(p, cq):
+                resource_pending.add_metric([name, res, ROLE], value(res, amount))
+        yield from (pending, reserving, admitted, status, reservation, resource_pending, usage, nominal, borrowing, lending)
+        yield from unadmitted_families(p)
+        yield from cohort_families(p, ROLE)
 
         lq_labels = ["name", "namespace", "replica_role"]
         lq_pending = GaugeMetricFamily("kueue_local_queue_pending_workloads", "The number of pending workloads, per 'local_queue' and 'status'.", labels=["name", "namespace", "status", "replica_role"])
@@ -190,7 +215,20 @@ class ProjectionCollector(Collector):
             if p.lq_usage.enabled:  # Kueue reports it for every LocalQueue while it is configured
                 spec = p.local_queues[key]
                 lq_afs.add_metric([name, ns, spec.cluster_queue, ROLE], p.lq_usage.usage(key, spec.fair_weight, p.clock))
-        yield from (lq_pending, lq_reserving, lq_admitted, lq_status, lq_reservation, lq_usage)
+        # Kueue's finished_workloads gauges: finished workloads not deleted, by their LocalQueue,
+        # and a ClusterQueue's the sum over the LocalQueues pointing at it (pkg/cache/queue manager.go)
+        finished_cq = GaugeMetricFamily("kueue_finished_workloads", "The number of finished workloads per 'cluster_queue'.", labels=cq_labels)
+        finished_lq = GaugeMetricFamily("kueue_local_queue_finished_workloads", "The number of finished workloads, per 'local_queue'.", labels=lq_labels)
+        per_cq = dict.fromkeys(p.cluster_queues, 0)
+        for key in sorted(p.local_queues):
+            n = p.finished_by_lq.get(key, 0)
+            finished_lq.add_metric([key[1], key[0], ROLE], n)
+            target = p.local_queues[key].cluster_queue
+            if target in per_cq:
+                per_cq[target] += n
+        for name, n in sorted(per_cq.items()):
+            finished_cq.add_metric([name, ROLE], n)
+        yield from (lq_pending, lq_reserving, lq_admitted, lq_status, lq_reservation, lq_usage, finished_cq, finished_lq)
         if p.lq_usage.enabled:
             yield lq_afs
 
@@ -220,9 +258,25 @@ class ProjectionCollector(Collector):
         yield counter("kueue_local_queue_quota_reserved_workloads", "The total number of quota reserved workloads per 'local_queue'", lpc, by_lq(c.quota_reserved))
         yield counter("kueue_local_queue_finished_workloads", "The total number of finished workloads per 'local_queue'", lpc, by_lq(c.finished))
         yield counter("kueue_local_queue_evicted_workloads", "The number of evicted workloads per 'local_queue'", ["name", "namespace", "reason", "underlying_cause", "priority_class"], evicted_lq)
-        yield _histogram("kueue_admission_wait_time_seconds", "The time between a workload was created or requeued until admission, per 'cluster_queue'", [*pc, "replica_role"], _merge(c.admission_wait, lambda k: (k[0], k[3])))
-        yield _histogram("kueue_quota_reserved_wait_time_seconds", "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'", [*pc, "replica_role"], _merge(c.quota_reserved_wait, lambda k: (k[0], k[3])))
-        yield _histogram("kueue_local_queue_admission_wait_time_seconds", "The time between a workload was created or requeued until admission, per 'local_queue'", [*lpc, "replica_role"], _merge(c.admission_wait, lambda k: (k[2], k[1], k[3])))
+        yield counter("kueue_cohort_subtree_admitted_workloads", "The total number of admitted workloads per cohort's subtree", ["cohort", "priority_class"], c.cohort_admitted)
+
+        def cq_key(k: QueueKey) -> tuple[str, str]:
+            return (k[0], k[3])
+
+        def lq_key(k: QueueKey) -> tuple[str, str, str]:
+            return (k[2], k[1], k[3])
+
+        cql, lql = [*pc, "replica_role"], [*lpc, "replica_role"]
+        for family, doc, data, cq_buckets, lq_buckets in (
+            ("admission_wait_time_seconds", "The time between a workload was created or requeued until admission, per '{}'", c.admission_wait, 16, 14),
+            ("quota_reserved_wait_time_seconds", "The time between a workload was created or requeued until it got quota reservation, per '{}'", c.quota_reserved_wait, 14, 14),
+            ("admission_checks_wait_time_seconds", "The time from when a workload got the quota reservation until admission, per '{}'", c.admission_checks_wait, 14, 14),
+            ("execution_time_seconds", "The total execution time of a finished admitted workload (from first admission to completion, including time across evict/readmit cycles), per '{}'", c.execution_time, 16, 16),
+        ):
+            yield _histogram(f"kueue_{family}", doc.format("cluster_queue"), cql, _merge(data, cq_key), cq_buckets)
+            yield _histogram(f"kueue_local_queue_{family}", doc.format("local_queue"), lql, _merge(data, lq_key), lq_buckets)
+        yield _histogram("kueue_workload_eviction_latency_seconds", "The time from workload eviction (WorkloadEvicted condition becomes True) until the workload returns to Pending (quota released).", ["cluster_queue", "reason", "replica_role"], c.eviction_latency, 14)
+        yield build_info()
 
         own = GaugeMetricFamily("quotaflow_projection_input_offset", "The last input log offset folded into the views")
         own.add_metric([], p.position)

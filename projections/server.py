@@ -13,7 +13,7 @@ both logs on Kafka *or* SQLite, and a Faust app cannot start without Kafka. The 
 | `GET /cohorts`, `/cohorts/{name}` | cohorts: totals, who lends to whom |
 | `GET /pending`, `/pending/clusterqueues/{name}`, `/pending/localqueues/{ns}/{name}`, `/pending/workloads/{ns}/{name}` | positions |
 | `GET /workloads/{ns}/{name}` | a workload's state and history (decisions with their input events) |
-| `GET /apis/visibility.kueue.x-k8s.io/v1beta1/...` | Kueue's visibility paths (clusterqueues/{name}/pendingworkloads, namespaces/{ns}/localqueues/{name}/pendingworkloads) |
+| `GET /apis/visibility.kueue.x-k8s.io/{v1beta2,v1beta1}/...` | Kueue's visibility API at both versions it serves (clusterqueues/{name}/pendingworkloads, namespaces/{ns}/localqueues/{name}/pendingworkloads; the group and version documents for discovery) |
 | `GET /metrics` | Prometheus, Kueue's metric names |
 | `GET /status`, `/health` | where the projection stands |
 | `GET /`, `/api/...` | the dashboard and its data (projections/dashboard) |
@@ -122,6 +122,15 @@ class ProjectionServer:
     def _not_found(self, what: str) -> web.Response:
         return self._json({"kind": "Status", "status": "Failure", "reason": "NotFound", "message": f"{what} not found", "code": 404}, 404)
 
+    def _api_not_found(self, resource: str, name: str) -> web.Response:
+        """The API server's NotFound, as Kueue's visibility storage returns it
+        (errors.NewNotFound(visibility.Resource(resource), name))."""
+        return self._json({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f'{resource}.{views.VISIBILITY_GROUP} "{name}" not found', "reason": "NotFound",
+            "details": {"name": name, "group": views.VISIBILITY_GROUP, "kind": resource}, "code": 404,
+        }, 404)
+
     @staticmethod
     def _page(request: web.Request) -> tuple[int, int]:
         try:
@@ -179,22 +188,50 @@ class ProjectionServer:
             view = views.cluster_queue(p(), name)
             return self._json(view) if view is not None else self._not_found(f"ClusterQueue {name}")
 
-        async def cq_pending(request: web.Request) -> web.Response:
-            name = request.match_info["name"]
-            view = views.pending_in_cluster_queue(p(), name, *self._page(request))
-            return self._json(view) if view is not None else self._not_found(f"ClusterQueue {name}")
+        def cq_pending_at(api_version: str) -> Handler:
+            async def cq_pending(request: web.Request) -> web.Response:
+                name = request.match_info["name"]
+                view = views.pending_in_cluster_queue(p(), name, *self._page(request), api_version)
+                if view is not None:
+                    return self._json(view)
+                if api_version == views.VISIBILITY_API and not request.path.startswith("/apis/"):
+                    return self._not_found(f"ClusterQueue {name}")
+                return self._api_not_found("clusterqueue", name)
 
-        async def lq_pending(request: web.Request) -> web.Response:
-            ns, name = request.match_info["ns"], request.match_info["name"]
-            view = views.pending_in_local_queue(p(), ns, name, *self._page(request))
-            return self._json(view) if view is not None else self._not_found(f"LocalQueue {ns}/{name}")
+            return cq_pending
 
-        get("/clusterqueues/{name}/pendingworkloads")(cq_pending)
-        get("/pending/clusterqueues/{name}")(cq_pending)
-        get(f"/apis/{views.VISIBILITY_API}/clusterqueues/{{name}}/pendingworkloads")(cq_pending)
-        get("/localqueues/{ns}/{name}/pendingworkloads")(lq_pending)
-        get("/pending/localqueues/{ns}/{name}")(lq_pending)
-        get(f"/apis/{views.VISIBILITY_API}/namespaces/{{ns}}/localqueues/{{name}}/pendingworkloads")(lq_pending)
+        def lq_pending_at(api_version: str) -> Handler:
+            async def lq_pending(request: web.Request) -> web.Response:
+                ns, name = request.match_info["ns"], request.match_info["name"]
+                view = views.pending_in_local_queue(p(), ns, name, *self._page(request), api_version)
+                if view is not None:
+                    return self._json(view)
+                if not request.path.startswith("/apis/"):
+                    return self._not_found(f"LocalQueue {ns}/{name}")
+                return self._api_not_found("localqueue", name)
+
+            return lq_pending
+
+        get("/clusterqueues/{name}/pendingworkloads")(cq_pending_at(views.VISIBILITY_API))
+        get("/pending/clusterqueues/{name}")(cq_pending_at(views.VISIBILITY_API))
+        get("/localqueues/{ns}/{name}/pendingworkloads")(lq_pending_at(views.VISIBILITY_API))
+        get("/pending/localqueues/{ns}/{name}")(lq_pending_at(views.VISIBILITY_API))
+        # Kueue's visibility API at each version it serves (pkg/visibility/server.go).
+        group = views.VISIBILITY_GROUP
+
+        @get(f"/apis/{group}")
+        async def visibility_group(request: web.Request) -> web.Response:
+            return web.Response(body=_encode(views.visibility_group()), content_type="application/json")
+
+        for version in views.VISIBILITY_VERSIONS:
+            api_version = f"{group}/{version}"
+
+            async def discovery(request: web.Request, version: str = version) -> web.Response:
+                return web.Response(body=_encode(views.visibility_resources(version)), content_type="application/json")
+
+            get(f"/apis/{api_version}")(discovery)
+            get(f"/apis/{api_version}/clusterqueues/{{name}}/pendingworkloads")(cq_pending_at(api_version))
+            get(f"/apis/{api_version}/namespaces/{{ns}}/localqueues/{{name}}/pendingworkloads")(lq_pending_at(api_version))
 
         @get("/localqueues")
         async def lqs(request: web.Request) -> web.Response:

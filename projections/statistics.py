@@ -12,7 +12,8 @@ from projections.records import KIND_NAMES
 # per-ClusterQueue and per-LocalQueue metric families, summed at scrape time.
 QueueKey = tuple[str, str, str, str]
 
-# Kueue's histogram buckets for wait times: generateExponentialBuckets(16) = 1, 2.5 * 2^i.
+# Kueue's histogram buckets for wait times: generateExponentialBuckets(16) = 1, 2.5 * 2^i. The
+# families Kueue buckets with generateExponentialBuckets(14) read the first 14 (the same bounds).
 WAIT_BUCKETS: tuple[float, ...] = (1.0, *(2.5 * 2**i for i in range(15)))
 
 SETTLE_EVERY = 4096  # observations a histogram keeps before bucketing them
@@ -89,7 +90,8 @@ class QueueStats:
     admission updates them without a lookup per family; a workload keeps its own while it holds
     quota)."""
 
-    __slots__ = ("key", "admitted", "quota_reserved", "finished", "admission_wait", "quota_reserved_wait")
+    __slots__ = ("key", "admitted", "quota_reserved", "finished", "admission_wait", "quota_reserved_wait",
+                 "admission_checks_wait", "execution_time")
 
     def __init__(self, key: QueueKey) -> None:
         self.key = key
@@ -98,12 +100,15 @@ class QueueStats:
         self.finished = 0
         self.admission_wait: Histogram | None = None
         self.quota_reserved_wait: Histogram | None = None
+        self.admission_checks_wait: Histogram | None = None
+        self.execution_time: Histogram | None = None
 
 
 class Counters:
     """Kueue's counters and histograms, folded from the decisions (see projections/metrics.py)."""
 
-    __slots__ = ("queues", "evicted", "preempted", "admission_wait", "quota_reserved_wait", "rejected", "by_kind")
+    __slots__ = ("queues", "evicted", "preempted", "admission_wait", "quota_reserved_wait", "admission_checks_wait",
+                 "execution_time", "eviction_latency", "cohort_admitted", "rejected", "by_kind")
 
     def __init__(self) -> None:
         self.queues: dict[QueueKey, QueueStats] = {}
@@ -113,6 +118,13 @@ class Counters:
         # which metrics sums them)
         self.admission_wait: dict[QueueKey, Histogram] = {}
         self.quota_reserved_wait: dict[QueueKey, Histogram] = {}
+        self.admission_checks_wait: dict[QueueKey, Histogram] = {}
+        self.execution_time: dict[QueueKey, Histogram] = {}
+        # (ClusterQueue, eviction reason): from the eviction until its quota is released
+        self.eviction_latency: dict[tuple[str, str], Histogram] = {}
+        # (cohort, priority class): admissions in each cohort's subtree, counted at admission
+        # for every cohort above the ClusterQueue then
+        self.cohort_admitted: dict[tuple[str, str], int] = {}
         self.rejected: dict[str, int] = {}  # by reason
         self.by_kind: dict[type, int] = {}  # decisions by their class (type(None): undecodable)
 
@@ -142,3 +154,12 @@ class Counters:
 
 def increment(counter: dict[Any, int], key: Any) -> None:
     counter[key] = counter.get(key, 0) + 1
+
+
+def observe(histograms: dict[Any, Histogram], key: Any, value: float) -> Histogram:
+    """Observe `value` in the histogram of `key`, made at its first observation."""
+    h = histograms.get(key)
+    if h is None:
+        h = histograms[key] = Histogram()
+    h.observe(value)
+    return h

@@ -49,6 +49,13 @@ class WorkloadView(msgspec.Struct, gc=False):
     message: str | None = None
     queued_in: str | None = None  # the ClusterQueue whose pending queue holds it
     qstats: QueueStats | None = None  # its metrics (by QueueKey) while it holds quota
+    # Times (µs) for Kueue's histograms: quota reserved, admitted (the current stretch), time
+    # admitted before it (Kueue's accumulatedPastExecutionTimeSeconds), evicted and why.
+    reserved_us: int = 0
+    admitted_us: int = 0
+    ran_us: int = 0
+    evicted_us: int = 0
+    evicted_reason: str = ""
 
     @property
     def spec(self) -> WorkloadSpec:

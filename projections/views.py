@@ -29,7 +29,10 @@ from domain.timestamps import format_time
 from projections.fold import FR, ClusterQueueView, LQKey, Projection, WorkloadView
 
 KUEUE_API = "kueue.x-k8s.io/v1beta1"
-VISIBILITY_API = "visibility.kueue.x-k8s.io/v1beta1"
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+# Kueue serves the same storage at both versions, v1beta2 preferred (pkg/visibility/server.go).
+VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
+VISIBILITY_API = f"{VISIBILITY_GROUP}/v1beta1"  # what quotaflow's own paths report
 DEFAULT_PENDING_LIMIT = 1000  # Kueue's constants.DefaultPendingWorkloadsLimit
 MAX_PENDING_LIMIT = 4000  # Kueue's constants.MaxPendingWorkloadsLimit
 
@@ -449,11 +452,26 @@ def _bounds(offset: int, limit: int) -> tuple[int, int]:
     return max(0, offset), max(0, min(limit, MAX_PENDING_LIMIT))
 
 
-def _summary(items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": VISIBILITY_API, "kind": "PendingWorkloadsSummary", "metadata": {}, "items": items}
+def _summary(items: list[dict[str, Any]], api_version: str) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": "PendingWorkloadsSummary", "metadata": {}, "items": items}
 
 
-def pending_in_cluster_queue(p: Projection, name: str, offset: int = 0, limit: int = DEFAULT_PENDING_LIMIT) -> dict[str, Any] | None:
+def visibility_resources(version: str) -> dict[str, Any]:
+    """The discovery document of one version of Kueue's visibility group (its
+    pkg/visibility/storage NewStorage: clusterqueues, localqueues and their pendingworkloads)."""
+    resources = []
+    for plural, singular, kind, namespaced in (("clusterqueues", "clusterqueue", "ClusterQueue", False), ("localqueues", "localqueue", "LocalQueue", True)):
+        resources.append({"name": plural, "singularName": singular, "namespaced": namespaced, "kind": kind, "verbs": []})
+        resources.append({"name": f"{plural}/pendingworkloads", "singularName": "", "namespaced": namespaced, "kind": "PendingWorkloadsSummary", "verbs": ["get"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{VISIBILITY_GROUP}/{version}", "resources": resources}
+
+
+def visibility_group() -> dict[str, Any]:
+    versions = [{"groupVersion": f"{VISIBILITY_GROUP}/{v}", "version": v} for v in VISIBILITY_VERSIONS]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": VISIBILITY_GROUP, "versions": versions, "preferredVersion": versions[0]}
+
+
+def pending_in_cluster_queue(p: Projection, name: str, offset: int = 0, limit: int = DEFAULT_PENDING_LIMIT, api_version: str = VISIBILITY_API) -> dict[str, Any] | None:
     """Kueue's pendingWorkloadsInCqREST.Get: positions counted over the whole queue."""
     cq = p.cluster_queues.get(name)
     if cq is None:
@@ -469,10 +487,10 @@ def pending_in_cluster_queue(p: Projection, name: str, offset: int = 0, limit: i
         lq_positions[wv.lq] = in_lq + 1
         if index >= offset:
             items.append(_pending_item(p, wv, index, in_lq))
-    return _summary(items)
+    return _summary(items, api_version)
 
 
-def pending_in_local_queue(p: Projection, namespace: str, name: str, offset: int = 0, limit: int = DEFAULT_PENDING_LIMIT) -> dict[str, Any] | None:
+def pending_in_local_queue(p: Projection, namespace: str, name: str, offset: int = 0, limit: int = DEFAULT_PENDING_LIMIT, api_version: str = VISIBILITY_API) -> dict[str, Any] | None:
     """Kueue's pendingWorkloadsInLqREST.Get."""
     key = (namespace, name)
     lq = p.local_queues.get(key)
@@ -489,7 +507,7 @@ def pending_in_local_queue(p: Projection, namespace: str, name: str, offset: int
             if wv.queued_in != cq.name:
                 continue
             items.append(_pending_item(p, wv, int(cq.pending.index(order)), in_lq))
-    return _summary(items)
+    return _summary(items, api_version)
 
 
 def pending(p: Projection) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from domain.local_queue_usage import by_usage, wants_fair
 from domain.objects import LOWER_OR_NEWER_EQUAL, NEVER
 from domain.preemption.fit import borrows, fit_in_quota, fits, under_nominal, within_quota
 from domain.preemption.minimize import fill_back
@@ -300,6 +301,8 @@ class ClassicalPreemptor:
             return None
         # Workloads admitted by the event being applied are no candidates (preemptible_now).
         walk = member.candidates.ordered(evicted, bound, self.state.offset)
+        if own and wants_fair(self.state, cq):
+            walk = by_usage(self.state, walk)  # (a group of its own: read_group keeps its order)
         return Stream(member, own, self._candidates(cq, preemptor, source, walk, frs, own))
 
     def _candidates(self, cq: ClusterQueueState, preemptor: WorkloadState, source: Source,

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from domain import reasons
 from domain.fair_sharing import DRS, NEGATIVE, Lendable, compare, dominant_resource_share
+from domain.local_queue_usage import by_usage, wants_fair
 from domain.objects import NEVER
 from domain.preemption.policy import (
     Target,
@@ -95,8 +96,12 @@ class FairSharingPreemptor:
         workloads = self.state.workloads
         offset = self.state.offset
         bound = max_candidate_priority(policy, preemptor)
+        fair = wants_fair(self.state, member)
         for evicted in (True, False):
-            for _, _, _, key in member.candidates.ordered(evicted, bound):
+            places = member.candidates.ordered(evicted, bound)
+            if fair:
+                places = by_usage(self.state, places)
+            for _, _, _, key in places:
                 c = workloads[key]
                 if preemptible_now(c, offset) and satisfies_policy(preemptor, c, policy) and uses(c, frs):
                     yield c

@@ -17,6 +17,7 @@ import gc
 import os
 import signal
 import sys
+import time
 from typing import BinaryIO
 
 from domain.decisions import encode
@@ -93,10 +94,14 @@ class Child:
         types: list[str] = []
         workloads: list[str | None] = []
         counts: list[int] = []
+        seconds: list[float] = []
+        clock = time.perf_counter
         offset = -1
         try:
             for offset, value in zip(request.offsets, request.values, strict=True):
+                began = clock()
                 decisions = apply(value or b"", offset)
+                seconds.append(clock() - began)
                 counts.append(len(decisions))
                 for decision in decisions:
                     values.append(encode(decision))
@@ -104,7 +109,7 @@ class Child:
                     workloads.append(decision.workload)
         except Exception as exc:
             return Failed("engine", offset, repr(exc))
-        return Applied(values, types, workloads, counts, snapshot_data(self.engine) if request.snapshot else None)
+        return Applied(values, types, workloads, counts, snapshot_data(self.engine) if request.snapshot else None, seconds)
 
 
 def _read_exactly(stream: BinaryIO, n: int) -> bytes | None:

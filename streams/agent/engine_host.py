@@ -26,10 +26,12 @@ import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import perf_counter
 
 from domain.decisions import encode
 from domain.engine import Engine
 from streams.agent import engine_wire as wire
+from streams.agent.admission_attempts import attempt_of
 from streams.log import Message, Record
 from streams.log.envelope import decision_message, decision_message_of
 from streams.log.snapshots import SnapshotUnusable, Stored, restore, snapshot_data
@@ -54,6 +56,8 @@ class Batch:
     decided: list[Decided] = field(default_factory=list)  # only when asked (debug logging)
     decisions: int = 0
     snapshot: list[bytes] | None = None  # snapshot_data chunks, taken after the batch's last event
+    # (success, seconds) of each event that was an admission attempt (admission_attempts.py)
+    attempts: list[tuple[bool, float]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -134,14 +138,22 @@ class LocalEngine(EngineHost):
         apply = self.engine.apply
         batch = Batch()
         out = batch.out
+        attempts = batch.attempts
+        clock = perf_counter
         for n, record in enumerate(records):
             if n % 256 == 255:
                 await asyncio.sleep(0)
             offset = record.offset
             try:
+                began = clock()
                 decisions = apply(record.value or b"", offset)
+                seconds = clock() - began
             except Exception as exc:
                 raise EngineFailure(f"engine raised on input offset {offset}: {exc!r}") from exc
+            if decisions:
+                success = attempt_of([type(d).__name__ for d in decisions])
+                if success is not None:
+                    attempts.append((success, seconds))
             for decision in decisions:
                 out.append((topic, decision_message(decision, encode(decision), source=source, time=time)))
             if shell.keep_decided:
@@ -269,8 +281,13 @@ class ChildEngine(EngineHost):
         values, types, workloads = reply.values, reply.types, reply.workloads
         out: list[tuple[str, Message]] = []
         decided: list[Decided] = []
+        attempts: list[tuple[bool, float]] = []
         k = 0
-        for offset, count in zip(offsets, reply.counts, strict=True):
+        for offset, count, seconds in zip(offsets, reply.counts, reply.seconds, strict=True):
+            if count:
+                success = attempt_of(types[k:k + count])
+                if success is not None:
+                    attempts.append((success, seconds))
             for index in range(count):
                 out.append(
                     (topic, decision_message_of(types[k], workloads[k], offset, index, values[k], source=source, time=time))
@@ -278,7 +295,7 @@ class ChildEngine(EngineHost):
                 if shell.keep_decided:
                     decided.append((types[k], workloads[k], offset, index))
                 k += 1
-        return Batch(out, decided, k, reply.snapshot)
+        return Batch(out, decided, k, reply.snapshot, attempts)
 
     async def close(self) -> None:
         """Kill the child (it holds nothing durable) and reap it."""

@@ -60,6 +60,7 @@ class Applied(msgspec.Struct, tag="applied", array_like=True, gc=False):
     workloads: list[str | None]  # the record key and ce_subject
     counts: list[int]
     snapshot: list[bytes] | None  # streams.log.snapshots.snapshot_data chunks
+    seconds: list[float]  # per input event, the time Engine.apply took (admission attempt metrics)
 
 
 class Failed(msgspec.Struct, tag="failed", array_like=True, gc=False):

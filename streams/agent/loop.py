@@ -77,6 +77,7 @@ import msgspec
 import structlog
 
 from domain.decisions import Cause
+from streams.agent.admission_attempts import Attempts
 from streams.agent.engine_host import (
     Batch,
     ChildEngine,
@@ -200,6 +201,7 @@ class _Group:
         self.batch.out.extend(batch.out)
         self.batch.decided.extend(batch.decided)
         self.batch.decisions += batch.decisions
+        self.batch.attempts.extend(batch.attempts)
         self.batch.snapshot = batch.snapshot
         self.step.events += step.events
         if step.last >= 0:
@@ -235,6 +237,7 @@ class Agent:
         self.config = config
         self.topics = config.topics
         self.status = AgentStatus()
+        self.attempts = Attempts()  # Kueue's admission attempt metrics (admission_attempts.py)
         self._stop = asyncio.Event()
         self._progress = asyncio.Condition()
         self._source = agent_source(self.topics.input)
@@ -590,6 +593,9 @@ class Agent:
                 offset=offset,
             )
         status.decisions += batch.decisions
+        record = self.attempts.record
+        for success, seconds in batch.attempts:
+            record(success, seconds)
         if step.snapshot_at is not None:
             status.last_snapshot_offset = step.snapshot_at
             status.snapshots += 1

@@ -19,7 +19,9 @@ shell around it:
   streams/agent/structured_logs.py) and exit codes (a crashed agent exits non-zero, for Kubernetes to restart);
 - a second service on the app, `StatusServer`, serves `GET /health` (200 while the agent runs,
   as active or standby; 503 once it stopped or failed) and `GET /status` (role, offsets,
-  counters, last recovery) on `QUOTAFLOW_HTTP_PORT` (6066) for probes and people. Not Faust's
+  counters, last recovery) and `GET /metrics` (Kueue's admission attempt metrics,
+  streams/agent/admission_attempts.py) on `QUOTAFLOW_HTTP_PORT` (6066) for probes, people and
+  Prometheus. Not Faust's
   own web server: that one cannot be bounded or given a token, and the embedded runtime needs
   the same endpoints without Faust.
 
@@ -48,6 +50,27 @@ from streams.agent.structured_logs import stdlib_config
 from streams.http_guard import HttpGuard
 
 HEALTHY_ROLES = ("starting", "standby", "recovering", "active", "retrying")
+
+
+def metrics_exposition(agent: Agent) -> bytes:
+    """`GET /metrics`: the agent's own Kueue metrics (admission attempts, build info); the
+    projection serves the rest, from the logs."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.registry import Collector
+
+    from streams.build_info import build_info
+
+    class AgentCollector(Collector):
+        def collect(self) -> Any:
+            yield from agent.attempts.families()
+            yield build_info()
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(AgentCollector())
+    return generate_latest(registry)
+
+
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def status_document(agent: Agent) -> dict[str, Any]:
@@ -168,7 +191,8 @@ def run_kafka_worker(app: Any, log_level: str = "info") -> None:
 
 
 class StatusServer(mode.Service):
-    """`/health` and `/status` for the embedded runtime (where there is no Faust app)."""
+    """`/health`, `/status` and `/metrics`, on Kafka (a service of the Faust app) and on the
+    embedded runtime alike."""
 
     def __init__(self, agent: Agent, port: int, guard: HttpGuard | None = None, **kwargs: Any) -> None:
         self.agent = agent
@@ -188,9 +212,13 @@ class StatusServer(mode.Service):
         async def status(_: Any) -> Any:
             return web.json_response(status_document(self.agent))
 
+        async def metrics(_: Any) -> Any:
+            return web.Response(body=metrics_exposition(self.agent), headers={"Content-Type": METRICS_CONTENT_TYPE})
+
         webapp = self.guard.application()
         webapp.router.add_get("/health", health)
         webapp.router.add_get("/status", status)
+        webapp.router.add_get("/metrics", metrics)
         self._runner = self.guard.runner(webapp)
         self.bound = await self.guard.start(self._runner, self.port)
 

@@ -256,3 +256,41 @@ def test_admission_scope_and_configuration_changes_requeue_in_the_new_order() ->
     for cq in state.cluster_queues.values():
         keys = list(cq.queue.keys())
         assert keys == sorted(keys)
+
+
+def settled(ledger: UsageLedger) -> dict[Any, Any]:
+    """The entries, but for zeros in `pending` (a push and pop of a zero penalty drops one)."""
+    out = copy.deepcopy(ledger.entries)
+    for e in out.values():
+        e.pending = {r: v for r, v in e.pending.items() if v}
+    return out
+
+
+def test_admitted_at_once_is_a_push_and_a_settlement() -> None:
+    """The ledger's one-step admission (a workload admitted as it reserves quota in a fair
+    ClusterQueue) leaves every entry as pushing its penalty and settling it would."""
+    config = parse_admission_fair_sharing(Fields({"admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"}}, "", "InvalidObject"))
+    rng = random.Random(7)
+    one, two = UsageLedger(), UsageLedger()
+    for ledger in (one, two):
+        ledger.config = config
+    now = 0
+    for step in range(400):
+        now += rng.choice((0, 0, 1, 30_000_000, 90_000_000))
+        lq = ("ns", f"q{rng.randrange(3)}")
+        workload = f"w{rng.randrange(20)}"
+        usage = {"cpu": rng.randrange(1, 5000), "memory": rng.randrange(0, 3) * 2**30}
+        roll = rng.random()
+        if roll < 0.5:
+            one.push_penalty(lq, workload, usage, now)
+            one.admitted(lq, workload, usage, now, settle=True)
+            two.admitted_at_once(lq, workload, usage, now)
+        elif roll < 0.7:
+            for ledger in (one, two):
+                ledger.push_penalty(lq, workload, usage, now)
+        else:
+            for ledger in (one, two):
+                ledger.uncount(workload, now)
+                ledger.drop_penalty(lq, workload)
+        assert settled(one) == settled(two), f"step {step}"
+        assert one.counted == two.counted and sorted(one.due) == sorted(two.due)

@@ -39,8 +39,8 @@ def test_the_gate_is_off_unless_set() -> None:
     [
         ({"PrioritySortingWithinCohort": False},
          'Configuration: object.featureGates.PrioritySortingWithinCohort: unrecognized feature gate '
-         '"PrioritySortingWithinCohort"; quotaflow implements: PrioritizePreemptorWorkloads, '
-         'WorkloadPriorityClassDefaulting'),
+         '"PrioritySortingWithinCohort"; quotaflow implements: AdmissionFairSharing, '
+         'PrioritizePreemptorWorkloads, WorkloadPriorityClassDefaulting'),
         ({"PrioritizePreemptorWorkloads": "true"},
          "Configuration: object.featureGates.PrioritizePreemptorWorkloads: expected a boolean, got string"),
         (["PrioritizePreemptorWorkloads"], "Configuration: object.featureGates: expected an object, got array"),
@@ -130,3 +130,17 @@ def test_a_restored_snapshot_keeps_the_gate() -> None:
     engine = Engine()
     run(engine, default[:cut], 0)
     assert run(load(dump(engine)), default, cut)[:2] != straight[len(head):len(head) + 2]
+
+
+def test_admission_fair_sharing_gate_as_kueue_spells_it() -> None:
+    """Kueue's afs.Enabled: the stanza and the gate (beta, on by default) both; with the gate off
+    the stanza is still validated."""
+    stanza = {"usageHalfLifeTime": "1h"}
+    on = parse_object(configuration(admissionFairSharing=stanza))
+    assert isinstance(on, Configuration) and on.admission_fair_sharing is not None
+    same = parse_object(configuration(admissionFairSharing=stanza, featureGates={"AdmissionFairSharing": True}))
+    assert same == on
+    off = parse_object(configuration(admissionFairSharing=stanza, featureGates={"AdmissionFairSharing": False}))
+    assert off == Configuration()
+    with pytest.raises(InvalidInput, match="usageHalfLifeTime"):
+        parse_object(configuration(admissionFairSharing={"usageHalfLifeTime": "-1h"}, featureGates={"AdmissionFairSharing": False}))

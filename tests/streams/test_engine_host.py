@@ -127,5 +127,5 @@ def test_an_engine_that_raises_is_reported_with_its_offset_and_becomes_engine_fa
 def test_engine_process_requests_and_replies_round_trip_on_the_wire() -> None:
     request = wire.Apply([5, 6], [b'{"type":"x"}', None], snapshot=True)
     assert wire.request_decoder.decode(wire.request_encoder.encode(request)) == request
-    reply = wire.Applied([b"v"], ["Admitted"], [None], [1, 0], [b"chunk"])
+    reply = wire.Applied([b"v"], ["Admitted"], [None], [1, 0], [b"chunk"], [0.5, 0.25])
     assert wire.reply_decoder.decode(wire.reply_encoder.encode(reply)) == reply
