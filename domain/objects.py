@@ -20,6 +20,7 @@ from domain.admission_fair_sharing import (
 )
 from domain.fields import Fields, InvalidInput
 from domain.names import invalid, label_problem, labels_message, shown, subdomain_problem
+from domain.pods_ready_config import PodsReadyConfig, parse_pods_ready
 from domain.quantity import QuantityError, amount
 from domain.quota import FR, fr_key
 from domain.resource_transformations import NO_RESOURCES, ResourcesConfig, parse_resources
@@ -240,6 +241,8 @@ class Configuration:
     # `admissionFairSharing` (Kueue's AdmissionFairSharing gate is beta and on by default; the gate
     # itself is not one quotaflow lets you turn off).
     admission_fair_sharing: AdmissionFairSharing | None = None
+    # `waitForPodsReady` (domain/pods_ready_config.py), None while it is off.
+    pods_ready: PodsReadyConfig | None = None
 
 
 # Kueue feature gates quotaflow implements, with Kueue's defaults. Kueue refuses to start on a
@@ -247,7 +250,14 @@ class Configuration:
 # silently would promise a behaviour the engine does not have.
 PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
 WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
-FEATURE_GATES: dict[str, bool] = {PRIORITIZE_PREEMPTOR_WORKLOADS: False, WORKLOAD_PRIORITY_CLASS_DEFAULTING: True}
+# DisableWaitForPodsReady: alpha since 0.19, off; turns waitForPodsReady off whatever the
+# Configuration says (pkg/util/waitforpodsready), for v1beta2, which turns it on by default.
+DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
+FEATURE_GATES: dict[str, bool] = {
+    PRIORITIZE_PREEMPTOR_WORKLOADS: False,
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING: True,
+    DISABLE_WAIT_FOR_PODS_READY: False,
+}
 
 
 ConfigObject = (
@@ -629,6 +639,7 @@ def parse_configuration(obj: Fields) -> Configuration:
         workload_priority_class_defaulting=gates[WORKLOAD_PRIORITY_CLASS_DEFAULTING],
         resources=parse_resources(obj),
         admission_fair_sharing=parse_admission_fair_sharing(obj),
+        pods_ready=None if gates[DISABLE_WAIT_FOR_PODS_READY] else parse_pods_ready(obj, obj.str("apiVersion", "")),
     )
 
 

@@ -78,9 +78,10 @@ class Child:
         apply = self.engine.apply
         verify = None
         offset = -1
+        times = request.times or [None] * len(request.offsets)
         try:
-            for offset, value in zip(request.offsets, request.values, strict=True):
-                decisions = apply(value or b"", offset)
+            for offset, value, time in zip(request.offsets, request.values, times, strict=True):
+                decisions = apply(value or b"", offset, time)
                 if offset == request.verify_at:
                     verify = [encode(d) for d in decisions]
         except Exception as exc:
@@ -94,9 +95,10 @@ class Child:
         workloads: list[str | None] = []
         counts: list[int] = []
         offset = -1
+        times = request.times or [None] * len(request.offsets)
         try:
-            for offset, value in zip(request.offsets, request.values, strict=True):
-                decisions = apply(value or b"", offset)
+            for offset, value, time in zip(request.offsets, request.values, times, strict=True):
+                decisions = apply(value or b"", offset, time)
                 counts.append(len(decisions))
                 for decision in decisions:
                     values.append(encode(decision))
