@@ -254,7 +254,9 @@ def rejected_workload(raw: Mapping[str, Any]) -> str | None:
     if etype in ("WorkloadSubmitted", "WorkloadUpdated"):
         inner = raw.get("workload")
         ref = workload_ref(inner) if isinstance(inner, Mapping) else None
-    elif etype in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged"):
+    elif etype in (
+        "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged", "WorkloadPodsReady",
+    ):
         name = raw.get("name")
         ns = raw.get("namespace")
         if isinstance(name, str) and name:
