@@ -2,19 +2,20 @@
 
 The engine never reads a wall clock. An event's time is:
 
-1. the record's log time, when the log gives one (`Engine.apply(..., log_time=...)`): the
-   broker's append time on Kafka (the input topic is created with
+1. its own `time`, when it has one: what a producer asserts (a history replayed with its
+   times, a test, an events file); the events of a Batch without one inherit the Batch's;
+2. otherwise the record's log time, when the log keeps one (`Engine.apply(..., log_time=...)`):
+   the broker's append time on Kafka (the input topic is created with
    `message.timestamp.type=LogAppendTime`, so no producer can set it), the time the SQLite log
-   stamped when it appended the record. It moves the log's clock whatever the event is, even a
-   rejected one: it is the log's word, not the producer's. An event's own `time` field is then
-   checked (a malformed one is refused) but not used.
-2. otherwise (an events file, `quotaflow replay`, the conformance scenarios), the event's own
-   `time`: a top-level event's, inherited by the events of a Batch that have none. As before,
-   it moves the clock only when the event is applied, except that timers due by it fire (below).
+   stamped when it appended the record. quotaflow's own producers (the CLI, `streams.client`,
+   the launcher) write no `time` unless asked, so on a live log the time is the log's;
+3. otherwise none (a record of an events file without `time`).
 
-Timers (domain/timers.py) fire at the first record whose time reaches their deadline, before
-that record is decided; the clock is then at least that time, even if the record is rejected.
-This module reads a record's own time before it is decided, cheaply: only the `time` field.
+An applied event's time moves the log's clock (a rejected one's does not). Timers
+(domain/timers.py) fire at the first record whose time reaches their deadline, before that
+record is decided and whatever it is; the clock is then at least that time, even if the record
+is rejected. This module reads a record's own time before it is decided, cheaply: only the
+`time` field.
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ class Engine:
 
     def apply(self, event: Record, offset: int, log_time: int | None = None) -> list[Decision]:
         """Decide one input record. `log_time`: its time in the log (µs since the epoch), when
-        the log keeps one (domain/clock.py): then it is the event's time."""
+        the log keeps one (domain/clock.py): the event's time when it has no `time` of its own."""
         out = Emitter(offset)
         self._log_time = log_time
         self._ticked = False
@@ -170,11 +170,10 @@ class Engine:
         deferred, state.deferred = state.deferred, {}
         if state.admitted_roots:
             state.admitted_roots = {}
-        log_time = self._log_time
-        if log_time is not None:
-            advance_clock(state, log_time)
         if state.timers.live:
-            when = log_time if log_time is not None else own_time(event)
+            when = own_time(event)
+            if when is None:
+                when = self._log_time
             due = state.timers.next_due()
             if when is not None and due is not None and due <= when:
                 self._fire_timers(when, deferred, out)
@@ -262,7 +261,7 @@ class Engine:
             batch_time = event_time(batch.time)
         except InvalidInput:
             return None
-        if self._log_time is not None:
+        if batch_time is None:
             batch_time = self._log_time
         advance_clock(state, batch_time)
         remember(state, batch.id)
@@ -299,7 +298,7 @@ class Engine:
         try:
             if ev.time is not None:
                 time = event_time(ev.time)
-            if self._log_time is not None:
+            if time is None:
                 time = self._log_time
             if isinstance(ev, TypedSubmitted):
                 spec: WorkloadSpec | None = typed_spec(ev.workload)
@@ -348,7 +347,7 @@ class Engine:
             if is_retry(state, event_id):
                 return False  # a producer's retry: already applied, no new outcome
             time = event_time(raw.get("time"))
-            if self._log_time is not None:
+            if time is None and top_level:
                 time = self._log_time
             if time is not None:
                 self._event_time = time

@@ -142,24 +142,24 @@ def test_a_tick_just_before_a_record_at_its_time_gives_the_same_decisions(
 
 @_PROPERTY
 @given(events=streams(), data=st.data())
-def test_the_log_time_overrides_the_event_time_and_replays_the_same(
+def test_a_record_without_time_takes_its_log_time_and_replays_the_same(
     events: list[dict[str, Any]], data: st.DataObject
 ) -> None:
-    """With log times (the agent's path), an event's own `time` is not read: the same records
-    with other `time` fields decide the same; and a restored snapshot goes on the same way."""
+    """The agent's path: records without `time` decide at their log time exactly as the same
+    events carrying that time themselves; a snapshot taken anywhere goes on the same way."""
     log_times = [parse_time(e["time"]) for e in events]
-    scrambled = [{**e, "time": format_time(T0 - 3600 * SECOND)} for e in events]
+    timeless = [{k: v for k, v in e.items() if k != "time"} for e in events]
     a, b = Engine(), Engine()
-    first = [encode(d) for i, e in enumerate(events) for d in a.apply(e, i, log_times[i])]
-    second = [encode(d) for i, e in enumerate(scrambled) for d in b.apply(e, i, log_times[i])]
+    first = [encode(d) for i, e in enumerate(events) for d in a.apply(e, i)]
+    second = [encode(d) for i, e in enumerate(timeless) for d in b.apply(e, i, log_times[i])]
     assert first == second
     cut = data.draw(st.integers(0, len(events) - 1))
     engine = Engine()
     for i in range(cut + 1):
-        engine.apply(events[i], i, log_times[i])
+        engine.apply(timeless[i], i, log_times[i])
     restored = snapshot.load(snapshot.dump(engine))
-    rest = [encode(d) for i in range(cut + 1, len(events)) for d in restored.apply(events[i], i, log_times[i])]
-    tail = [encode(d) for i in range(cut + 1, len(events)) for d in engine.apply(events[i], i, log_times[i])]
+    rest = [encode(d) for i in range(cut + 1, len(events)) for d in restored.apply(timeless[i], i, log_times[i])]
+    tail = [encode(d) for i in range(cut + 1, len(events)) for d in engine.apply(timeless[i], i, log_times[i])]
     assert rest == tail
 
 
@@ -194,9 +194,10 @@ def test_a_tick_needs_a_time_from_the_log_or_itself() -> None:
     assert engine.state.clock == T0
 
 
-def test_a_log_time_moves_the_clock_even_for_a_rejected_record() -> None:
+def test_an_events_own_time_comes_before_its_log_time() -> None:
     engine = Engine()
-    engine.apply(b"not json", 0, T0)
-    assert engine.state.clock == T0
-    engine.apply({"type": "WorkloadFinished", "name": "nobody", "time": format_time(T0 + SECOND)}, 1)
-    assert engine.state.clock == T0  # an event's own time moves it only when it is applied
+    later = format_time(T0 + 60 * SECOND)
+    engine.apply({"type": "Tick", "time": later}, 0, T0)
+    assert engine.state.clock == T0 + 60 * SECOND
+    engine.apply({"type": "WorkloadFinished", "name": "nobody"}, 1, T0 + 120 * SECOND)
+    assert engine.state.clock == T0 + 60 * SECOND  # a rejected record's time does not move it
