@@ -29,16 +29,19 @@ from domain.fields import Fields, InvalidInput
 from domain.lifecycle import evict, route, set_pending
 from domain.pods_ready_config import EVICTION_TIMESTAMP
 from domain.state import State
-from domain.timers import PODS_READY, PodsReadyState
+from domain.timers import PODS_READY, REQUEUE, PodsReadyState
 from domain.workload_events import UPDATED, lookup
 
 
 def admitted(state: State, key: str, now: int) -> None:
+    timers = state.timers
+    pods = timers.pods.get(key)
+    if pods is not None and pods.requeue_at is not None:
+        pods.requeue_at = None  # queued again before its backoff ended (a WorkloadUpdated): done
+        timers.cancel(REQUEUE, key)
     config = state.configuration.pods_ready
     if config is None:
         return
-    timers = state.timers
-    pods = timers.pods.get(key)
     if pods is None:
         pods = timers.pods[key] = PodsReadyState()
     pods.ready = False

@@ -580,9 +580,9 @@ class Agent:
 
     async def _tick(self) -> None:
         """Append a Tick: the log's time moves on an idle log, and the timers it reaches fire
-        (domain/clock.py). Its time in the log is the log's own (the broker's append time on
-        Kafka); its `time` field, the agent's clock, serves a replay of an exported file."""
-        tick = event_message({"type": "Tick", "time": now_rfc3339()}, source=self._source)
+        (domain/clock.py). It carries no `time`: its time is the log's (the broker's append
+        time on Kafka), not this machine's clock."""
+        tick = event_message({"type": "Tick"}, source=self._source)
         await self.log.append(self.topics.input, [tick])
         self._log.debug("tick appended")
 
