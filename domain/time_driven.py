@@ -14,7 +14,15 @@ pass over the event's own decisions, and none at all until a rule is in use.
 from __future__ import annotations
 
 from domain import execution_time, pods_ready
-from domain.decisions import Admitted, Applied, Decision, Deleted, Evicted, Finished, Preempted
+from domain.decisions import (
+    Admitted,
+    Applied,
+    Decision,
+    Deleted,
+    Evicted,
+    Finished,
+    Preempted,
+)
 from domain.emitter import Emitter
 from domain.state import State
 from domain.timers import EXECUTION_TIME, PODS_READY
