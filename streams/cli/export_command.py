@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
                             for r in records:
                                 if r.offset != written:
                                     raise fail("export", f"the input log has a gap at offset {written}", 1)
-                                out.write(export_line(r.value) + b"\n")
+                                out.write(export_line(r.value, r.log_time) + b"\n")
                                 written += 1
                             progress.advance(len(records))
             finally:

@@ -18,7 +18,7 @@ from streams.cli.stop_commands import register as register_stop_commands
 from streams.cli.view_commands import register as register_view_commands
 from streams.cli.whatif_command import register as register_whatif_command
 from streams.cli.workload_commands import register as register_workload_commands
-from streams.log.event_files import EventFileError, read_events
+from streams.log.event_files import EventFileError, read_timed_events
 
 app = typer.Typer(
     name="quotaflow",
@@ -65,8 +65,8 @@ def replay(
     write = sys.stdout.buffer.write
     try:
         with Progress("replay", unit="events", enabled=watched(sys.stderr, output=sys.stdout)) as progress:
-            for offset, event in enumerate(read_events(events_file)):
-                for decision in engine.apply(event, offset):
+            for offset, (event, log_time) in enumerate(read_timed_events(events_file)):
+                for decision in engine.apply(event, offset, log_time):
                     write(encode(decision))
                     write(b"\n")
                 progress.advance()

@@ -77,3 +77,27 @@ def test_export_then_replay_decides_as_the_log_was_decided(tmp_path: Path) -> No
     assert replayed.stdout == expected
     # Every record was decided at its own offset: the export did not shift any of them.
     assert b'"offset":10' in replayed.stdout
+
+
+def test_an_export_records_the_log_time_of_records_without_a_time_of_their_own() -> None:
+    from streams.log.event_files import jsonl_timed_events
+
+    at = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
+    timeless = b'{"type":"Tick"}'
+    timed = b'{"type":"Tick","time":"2026-01-01T00:00:05Z"}'
+    text = b"\n".join([
+        export_line(timeless, at), export_line(timed, at + 1), export_line(b"not json", at + 2),
+        export_line(b'{"quotaflow.logTime":"2026-01-01T00:00:00Z"}', at + 3),
+        b'{"quotaflow.logTime":"yesterday"}',
+    ]) + b"\n"
+    # One before each record without a time of its own (the look-alike record goes in base64).
+    assert sum(line.startswith(b'{"quotaflow.logTime":') for line in text.splitlines()) == 3 + 1
+    events = list(jsonl_timed_events(text))
+    assert events == [
+        (timeless, at), (timed, None), (b"not json", at + 2),
+        (b'{"quotaflow.logTime":"2026-01-01T00:00:00Z"}', at + 3),
+        (b'{"quotaflow.logTime":"yesterday"}', None),  # not a line export writes: a record (rejected)
+    ]
+    engine = Engine()
+    assert [type(d).__name__ for i, (e, t) in enumerate(events) for d in engine.apply(e, i, t)][:2] == [
+        "Applied", "Applied"]
