@@ -29,7 +29,14 @@ from domain.config_events import (
     config_deleted,
     refresh_activeness,
 )
-from domain.decisions import INTERNAL_ERRORS, Applied, Decision, InternalError, Pending, Rejected
+from domain.decisions import (
+    INTERNAL_ERRORS,
+    Applied,
+    Decision,
+    InternalError,
+    Pending,
+    Rejected,
+)
 from domain.decisions import encode as encode_decision
 from domain.emitter import Emitter
 from domain.envelope import (
@@ -62,12 +69,12 @@ from domain.typed_events import Submitted as TypedSubmitted
 from domain.typed_events import WorkloadEvent
 from domain.workload import WorkloadSpec, parse_workload
 from domain.workload_events import (
+    UPDATED,
     delete,
     finish,
     lookup,
     rejected_workload,
     release_workload,
-    UPDATED,
     settle,
     submit,
     update,
