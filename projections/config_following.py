@@ -28,6 +28,7 @@ from domain.objects import (
     parse_object,
 )
 from domain.priority import apply_pod_priority_class
+from domain.timestamps import TimestampError, parse_time
 from projections.local_queue_usage import LocalQueueUsage
 from projections.records import Applied
 from projections.view_model import ClusterQueueView, LQKey, OrderKey
@@ -35,6 +36,7 @@ from projections.view_model import ClusterQueueView, LQKey, OrderKey
 if TYPE_CHECKING:
     from projections.view_model import WorkloadView
 
+CREATED = "created"
 DELETED = "deleted"
 
 
@@ -46,6 +48,9 @@ class ConfigFollower:
         cluster_queues: dict[str, ClusterQueueView]
         cohorts: dict[str, CohortSpec]
         cohort_raw: dict[str, Mapping[str, Any]]
+        flavor_raw: dict[str, Mapping[str, Any]]
+        config_created: dict[tuple[str, str, str], int]
+        event_time_us: int
         local_queues: dict[LQKey, LocalQueueSpec]
         priority_classes: dict[str, int]
         pod_priority_classes: dict[str, PodPriorityClass]
@@ -65,7 +70,10 @@ class ConfigFollower:
 
     def _follow_config(self, raw: Mapping[str, Any], applied: Applied) -> None:
         """A `ConfigApplied` or `ConfigDeleted` event the engine decided `applied`."""
+        identity = (applied.kind, applied.namespace or "", applied.name or "")
         if applied.action == DELETED:
+            if applied.kind != "ClusterQueue":  # one lingers while workloads hold its quota
+                self.config_created.pop(identity, None)
             self._delete_object(applied.kind, applied.name or "", applied.namespace)
             return
         raw_object = raw.get("object")
@@ -75,11 +83,28 @@ class ConfigFollower:
             self._anomaly(f"{applied.kind} {applied.name}: applied by the engine, unreadable to the fold: {exc}")
             return
         assert isinstance(raw_object, Mapping)
+        if applied.action == CREATED:
+            self.config_created[identity] = self._created_at(raw_object)
         self._apply_object(obj, raw_object)
+
+    def _created_at(self, raw_object: Mapping[str, Any]) -> int:
+        """An object's creation time for AGE: its own creationTimestamp when it carries one (an
+        object imported from a cluster), else the time of the event the engine decided `created`
+        for (its `time`, else its record's). Re-applying an object keeps it; deleting and applying
+        it again starts a new one, as Kubernetes would."""
+        metadata = raw_object.get("metadata")
+        stamp = metadata.get("creationTimestamp") if isinstance(metadata, Mapping) else None
+        if stamp is not None:
+            try:
+                return parse_time(stamp)
+            except TimestampError:
+                pass  # the engine does not read it either: the event's time stands
+        return self.event_time_us
 
     def _apply_object(self, obj: Any, raw_object: Mapping[str, Any]) -> None:
         if isinstance(obj, ResourceFlavor):
             self.flavors[obj.name] = obj
+            self.flavor_raw[obj.name] = raw_object
         elif isinstance(obj, ClusterQueueSpec):
             self._apply_cluster_queue(obj, raw_object)
         elif isinstance(obj, LocalQueueSpec):
@@ -160,6 +185,7 @@ class ConfigFollower:
             self._reroute_lq(key)
         elif kind == "ResourceFlavor":
             self.flavors.pop(name, None)
+            self.flavor_raw.pop(name, None)
         elif kind == "Cohort":
             self.cohorts.pop(name, None)
             self.cohort_raw.pop(name, None)
@@ -181,5 +207,6 @@ class ConfigFollower:
         for wv in waiting:
             self._dequeue(wv)
         self.cluster_queues.pop(cq.name, None)
+        self.config_created.pop(("ClusterQueue", "", cq.name), None)
         for wv in waiting:
             self._reroute(wv)

@@ -94,6 +94,9 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         self.cluster_queues: dict[str, ClusterQueueView] = {}
         self.cohorts: dict[str, CohortSpec] = {}  # explicit Cohort objects
         self.cohort_raw: dict[str, Mapping[str, Any]] = {}
+        self.flavor_raw: dict[str, Mapping[str, Any]] = {}
+        # (kind, namespace or "", name) -> when it was created, µs (config_following.py)
+        self.config_created: dict[tuple[str, str, str], int] = {}
         self.local_queues: dict[LQKey, LocalQueueSpec] = {}
         self.priority_classes: dict[str, int] = {}
         self.pod_priority_classes: dict[str, PodPriorityClass] = {}
@@ -300,6 +303,7 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
             "event_time_us": self.event_time_us,
             "seen_ids": sorted(self.seen_ids),
             "flavors": sorted(self.flavors),
+            "config_created": sorted([*k, v] for k, v in self.config_created.items()),
             "cluster_queues": {
                 n: {
                     "spec": repr(cq.spec),

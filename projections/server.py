@@ -16,33 +16,45 @@ both logs on Kafka *or* SQLite, and a Faust app cannot start without Kafka. The 
 | `GET /apis/visibility.kueue.x-k8s.io/v1beta1/...` | Kueue's visibility paths (clusterqueues/{name}/pendingworkloads, namespaces/{ns}/localqueues/{name}/pendingworkloads) |
 | `GET /metrics` | Prometheus, Kueue's metric names |
 | `GET /status`, `/health` | where the projection stands |
+| `GET /`, `/api/...` | the dashboard and its data (projections/dashboard) |
 
 Every JSON view carries `asOf` (input offset, decision offset, undecided events).
+
+In front of every path: streams/http_guard.py (127.0.0.1 unless told otherwise, GET/HEAD only,
+an optional bearer token, TLS/mTLS, bounds on request size and on requests at once).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from projections import views
+from projections import dashboard, views
 from projections.fold import Projection
 from projections.follower import Follower
 from projections.metrics import exposition, registry_for
+from streams.http_guard import HttpGuard
 from streams.log import EventLog, Topics
 
 _encode = msgspec.json.Encoder().encode
 
 
 class ProjectionServer:
-    def __init__(self, log: EventLog, topics: Topics, *, recent: int = 20_000) -> None:
+    def __init__(
+        self, log: EventLog, topics: Topics, *, recent: int = 20_000, reports: Path | None = None, guard: HttpGuard | None = None
+    ) -> None:
         self.log = log
+        # the dashboard's live stream holds its request open: not counted among requests at once
+        self.guard = dataclasses.replace(guard or HttpGuard(), streaming_paths=("/api/stream",))
+        self.reports = reports  # what-if HTML reports the dashboard lists
         self.topics = topics
         self.projection = Projection()
         self.follower = Follower(log, topics, self.projection, recent=recent)
@@ -54,17 +66,17 @@ class ProjectionServer:
         self.failed: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+    async def start(self, host: str | None = None, port: int = 0) -> int:
+        """Follow the logs and serve; `host` overrides the guard's. Raises GuardError (before
+        anything starts) when the guard's settings would serve unsafely."""
+        if host is not None:
+            self.guard = dataclasses.replace(self.guard, host=host)
+        self.guard.check()
         await self.log.start()
         await self.follower.open()
         self._task = asyncio.create_task(self._follow(), name="quotaflow-projection")
-        self._runner = web.AppRunner(self.app(), access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        server: Any = site._server
-        sockets = server.sockets if server is not None else []
-        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+        self._runner = self.guard.runner(self.app())
+        self.port = await self.guard.start(self._runner, port)
         return self.port
 
     async def _follow(self) -> None:
@@ -237,7 +249,8 @@ class ProjectionServer:
                 "history": views.history_entries(pairs, decisions, inputs),
             })
 
-        app = web.Application()
+        app = self.guard.application()
         for path, handler in routes:
             app.router.add_get(path, handler)
+        dashboard.register(app, self, self.reports)
         return app

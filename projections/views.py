@@ -117,6 +117,15 @@ def _condition(active: bool, reason: str, message: str) -> dict[str, Any]:
     return {"type": "Active", "status": "True" if active else "False", "reason": reason, "message": message}
 
 
+def _metadata(p: Projection, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    """name (and namespace), and creationTimestamp when the fold saw the object created."""
+    out: dict[str, Any] = {"name": name} if namespace is None else {"namespace": namespace, "name": name}
+    created = p.config_created.get((kind, namespace or "", name))
+    if created is not None:
+        out["creationTimestamp"] = format_time(created)
+    return out
+
+
 def _spec_of(raw: Mapping[str, Any]) -> Any:
     spec = raw.get("spec")
     return msgspec.to_builtins(spec) if spec is not None else {}
@@ -127,7 +136,7 @@ def cluster_queue(p: Projection, name: str) -> dict[str, Any] | None:
     if cq is None:
         return None
     active, reason, message = cluster_queue_active(p, cq)
-    metadata: dict[str, Any] = {"name": name}
+    metadata = _metadata(p, "ClusterQueue", name)
     if cq.terminating:
         metadata["deletionTimestamp"] = "terminating"
     return {
@@ -210,7 +219,7 @@ def local_queue(p: Projection, namespace: str, name: str) -> dict[str, Any] | No
     return {
         "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
-        "metadata": {"namespace": namespace, "name": name},
+        "metadata": _metadata(p, "LocalQueue", name, namespace),
         "spec": spec,
         "status": {
             "pendingWorkloads": counts["pending"],
@@ -241,9 +250,20 @@ def _children(p: Projection) -> dict[str, list[str]]:
     return kids
 
 
-def _subtree_queues(p: Projection, name: str) -> list[str]:
-    members = p.cohort_members()
-    kids = _children(p)
+class _CohortTree:
+    """Who belongs to which cohort, worked out once for a view of many cohorts: each cohort's
+    view reads it instead of walking every ClusterQueue again."""
+
+    def __init__(self, p: Projection) -> None:
+        self.members = p.cohort_members()
+        self.kids = _children(p)
+        self.names = set(p.cohort_names())
+
+
+def _subtree_queues(p: Projection, name: str, tree: _CohortTree | None = None) -> list[str]:
+    tree = tree or _CohortTree(p)
+    members = tree.members
+    kids = tree.kids
     out: list[str] = []
     stack = [name]
     seen: set[str] = set()
@@ -257,8 +277,8 @@ def _subtree_queues(p: Projection, name: str) -> list[str]:
     return sorted(out)
 
 
-def _subtree_cohorts(p: Projection, name: str) -> list[str]:
-    kids = _children(p)
+def _subtree_cohorts(p: Projection, name: str, tree: _CohortTree | None = None) -> list[str]:
+    kids = (tree or _CohortTree(p)).kids
     out: list[str] = []
     stack = [name]
     while stack:
@@ -283,7 +303,7 @@ def _split(total: int, weights: list[tuple[str, int]]) -> dict[str, int]:
     return {n: v for n, v in base.items() if v}
 
 
-def cohort(p: Projection, name: str) -> dict[str, Any] | None:
+def cohort(p: Projection, name: str, tree: _CohortTree | None = None) -> dict[str, Any] | None:
     """A cohort: its members, totals, and who lends to whom.
 
     Kueue pools a cohort's unused quota and keeps no ledger of who lends to whom, so that part is
@@ -292,12 +312,13 @@ def cohort(p: Projection, name: str) -> dict[str, Any] | None:
     (nominal quota, or its lendingLimit, minus what they use of it) and the cohorts' own quota --
     in proportion to what each could lend, and paired borrower by borrower in name order.
     """
-    if name not in p.cohorts and name not in p.cohort_names():
+    tree = tree or _CohortTree(p)
+    if name not in p.cohorts and name not in tree.names:
         return None
     spec = p.cohorts.get(name)
-    queues = _subtree_queues(p, name)
-    cohorts_below = _subtree_cohorts(p, name)
-    direct = p.cohort_members().get(name, [])
+    queues = _subtree_queues(p, name, tree)
+    cohorts_below = _subtree_cohorts(p, name, tree)
+    direct = tree.members.get(name, [])
     frs: list[FR] = []
     for cq_name in queues:
         for fr in p.cluster_queues[cq_name].quotas:
@@ -367,13 +388,13 @@ def cohort(p: Projection, name: str) -> dict[str, Any] | None:
     return {
         "apiVersion": KUEUE_API,
         "kind": "Cohort",
-        "metadata": {"name": name},
+        "metadata": _metadata(p, "Cohort", name),
         "spec": _spec_of(p.cohort_raw[name]) if name in p.cohort_raw else {},
         "status": {
             "explicit": spec is not None,
             "parent": spec.parent if spec is not None else None,
             "clusterQueues": direct,
-            "cohorts": _children(p).get(name, []),
+            "cohorts": tree.kids.get(name, []),
             "subtreeClusterQueues": queues,
             "resources": resources,
             "lending": lending,
@@ -382,7 +403,31 @@ def cohort(p: Projection, name: str) -> dict[str, Any] | None:
 
 
 def cohorts(p: Projection) -> list[dict[str, Any]]:
-    return [v for n in p.cohort_names() if (v := cohort(p, n)) is not None]
+    tree = _CohortTree(p)
+    return [v for n in sorted(tree.names) if (v := cohort(p, n, tree)) is not None]
+
+
+# -- ResourceFlavors ----------------------------------------------------------------------------
+def resource_flavor(p: Projection, name: str) -> dict[str, Any] | None:
+    """A ResourceFlavor as applied, and which ClusterQueues and cohorts name it (Kueue writes no
+    status for a flavor; `status` here is quotaflow's)."""
+    flavor = p.flavors.get(name)
+    if flavor is None:
+        return None
+    raw = p.flavor_raw.get(name, {})
+    return {
+        "apiVersion": raw.get("apiVersion") or KUEUE_API,
+        "kind": "ResourceFlavor",
+        "metadata": _metadata(p, "ResourceFlavor", name),
+        "spec": _spec_of(raw),
+        "status": {
+            "clusterQueues": [n for n in sorted(p.cluster_queues) if name in p.cluster_queues[n].spec.flavor_names()],
+        },
+    }
+
+
+def resource_flavors(p: Projection) -> list[dict[str, Any]]:
+    return [v for n in sorted(p.flavors) if (v := resource_flavor(p, n)) is not None]
 
 
 # -- pending workloads (Kueue's visibility API) ------------------------------------------------
@@ -489,6 +534,39 @@ def workload_state(p: Projection, key: str) -> dict[str, Any] | None:
             out["reason"] = wv.reason
             out["message"] = wv.message
     return out
+
+
+def workload(p: Projection, key: str) -> dict[str, Any] | None:
+    """A workload as Kueue's Workload object: its spec as submitted (pod sets with per-pod
+    requests) and, as `status`, its state (`workload_state`, less the key)."""
+    state = workload_state(p, key)
+    if state is None:
+        return None
+    namespace, _, name = key.partition("/")
+    status = {k: v for k, v in state.items() if k not in ("workload", "creationTimestamp")}
+    wv = p.workloads.get(key)
+    if wv is None:  # finished: the fold keeps no more than that
+        return {"apiVersion": KUEUE_API, "kind": "Workload", "metadata": {"namespace": namespace, "name": name}, "spec": {}, "status": status}
+    spec = wv.spec
+    metadata: dict[str, Any] = {"namespace": namespace, "name": name, "creationTimestamp": state["creationTimestamp"]}
+    if spec.uid is not None:
+        metadata["uid"] = spec.uid
+    if spec.labels:
+        metadata["labels"] = dict(spec.labels)
+    pod_sets = []
+    for ps in spec.pod_sets:
+        item: dict[str, Any] = {"name": ps.name, "count": ps.count}
+        if ps.min_count is not None:
+            item["minCount"] = ps.min_count
+        item["requests"] = {r: fmt(r, v) for r, v in (ps.requested if ps.requested is not None else ps.per_pod)}
+        pod_sets.append(item)
+    body: dict[str, Any] = {"queueName": spec.queue_name, "active": spec.active}
+    if spec.priority_class is not None:
+        body["priorityClassName"] = spec.priority_class
+    if spec.priority is not None:
+        body["priority"] = spec.priority
+    body["podSets"] = pod_sets
+    return {"apiVersion": KUEUE_API, "kind": "Workload", "metadata": metadata, "spec": body, "status": status}
 
 
 def _event_json(value: bytes | None) -> Any:

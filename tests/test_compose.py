@@ -32,11 +32,11 @@ def _service(compose: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _published(service: dict[str, Any]) -> dict[int, int]:
-    """host port -> container port, from short-syntax "HOST:CONTAINER" entries."""
+    """host port -> container port, from short-syntax "[IP:]HOST:CONTAINER" entries."""
     out: dict[int, int] = {}
     for entry in service.get("ports", []):
         host, _, container = str(entry).rpartition(":")
-        out[int(host)] = int(container.split("/")[0])
+        out[int(host.rpartition(":")[2])] = int(container.split("/")[0])
     return out
 
 

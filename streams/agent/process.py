@@ -17,19 +17,26 @@ shell around it:
 - `faust.Worker` runs the process: event loop, signal handling (SIGTERM/SIGINT stop the agent
   between two transactions, and its standby membership is left cleanly), logging setup (JSON,
   streams/agent/structured_logs.py) and exit codes (a crashed agent exits non-zero, for Kubernetes to restart);
-- Faust's web server serves `GET /health` (200 while the agent runs, as active or standby; 503
-  once it stopped or failed) and `GET /status` (role, offsets, counters, last recovery) on
-  `QUOTAFLOW_HTTP_PORT` (6066) for probes and people.
+- a second service on the app, `StatusServer`, serves `GET /health` (200 while the agent runs,
+  as active or standby; 503 once it stopped or failed) and `GET /status` (role, offsets,
+  counters, last recovery) on `QUOTAFLOW_HTTP_PORT` (6066) for probes and people. Not Faust's
+  own web server: that one cannot be bounded or given a token, and the embedded runtime needs
+  the same endpoints without Faust.
 
 The embedded SQLite runtime has no Kafka, which a Faust app cannot start without, so there the
-same service runs under `mode.Worker` (Faust's own service framework) and the same two endpoints
-are served by a small aiohttp server when an HTTP port is given.
+same service runs under `mode.Worker` (Faust's own service framework) next to the same
+`StatusServer` when an HTTP port is given.
+
+Both serve behind streams/http_guard.py: 127.0.0.1 unless `QUOTAFLOW_HTTP_HOST` says
+otherwise, GET/HEAD only, bounded requests, and with `QUOTAFLOW_HTTP_TOKEN` a bearer token on
+every path but `/health` (a liveness probe carries no credentials; it tells only the role).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import tempfile
 from typing import Any
 
@@ -38,6 +45,7 @@ import structlog
 
 from streams.agent.loop import Agent
 from streams.agent.structured_logs import stdlib_config
+from streams.http_guard import HttpGuard
 
 HEALTHY_ROLES = ("starting", "standby", "recovering", "active", "retrying")
 
@@ -104,7 +112,7 @@ def kafka_app(
     bootstrap: str,
     credentials: Any,
     http_port: int,
-    http_bind: str = "0.0.0.0",
+    guard: HttpGuard | None = None,
     log_level: str = "info",
 ) -> Any:
     """The Faust app for the Kafka runtime, with the agent registered as its service."""
@@ -120,9 +128,7 @@ def kafka_app(
         autodiscover=False,
         topic_disable_leader=True,  # no Faust-internal topics: the app subscribes to nothing
         datadir=datadir.name,
-        web_enabled=http_port > 0,
-        web_port=http_port or 6066,
-        web_bind=http_bind,
+        web_enabled=False,  # StatusServer serves /health and /status (see the module doc)
         logging_config=stdlib_config(log_level),
     )
     # The app consumes nothing through Faust (see the module doc): no Faust consumer, consumer
@@ -135,13 +141,14 @@ def kafka_app(
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(agent, **kwargs)
 
-    @app.page("/health")
-    async def health(web: Any, request: Any) -> Any:
-        return web.json({"role": agent.status.role}, status=200 if healthy(agent) else 503)
+    if http_port > 0:
+        status_guard = guard or HttpGuard()
+        status_guard.check()  # before anything starts: an unsafe setting stops the agent here
 
-    @app.page("/status")
-    async def status(web: Any, request: Any) -> Any:
-        return web.json(status_document(agent))
+        @app.service
+        class QuotaflowStatus(StatusServer):
+            def __init__(self, **kwargs: Any) -> None:
+                super().__init__(agent, http_port, status_guard, **kwargs)
 
     return app
 
@@ -163,10 +170,12 @@ def run_kafka_worker(app: Any, log_level: str = "info") -> None:
 class StatusServer(mode.Service):
     """`/health` and `/status` for the embedded runtime (where there is no Faust app)."""
 
-    def __init__(self, agent: Agent, port: int, bind: str = "0.0.0.0", **kwargs: Any) -> None:
+    def __init__(self, agent: Agent, port: int, guard: HttpGuard | None = None, **kwargs: Any) -> None:
         self.agent = agent
         self.port = port
-        self.bind = bind
+        # /health answers without the token (probes carry none); /status needs it when set
+        self.guard = dataclasses.replace(guard or HttpGuard(), open_paths=("/health",))
+        self.bound: int | None = None
         self._runner: Any = None
         super().__init__(**kwargs)
 
@@ -179,23 +188,23 @@ class StatusServer(mode.Service):
         async def status(_: Any) -> Any:
             return web.json_response(status_document(self.agent))
 
-        webapp = web.Application()
+        webapp = self.guard.application()
         webapp.router.add_get("/health", health)
         webapp.router.add_get("/status", status)
-        self._runner = web.AppRunner(webapp)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.bind, self.port).start()
+        self._runner = self.guard.runner(webapp)
+        self.bound = await self.guard.start(self._runner, self.port)
 
     async def on_stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
 
 
-def run_embedded_worker(agent: Agent, *, http_port: int, log_level: str = "info") -> None:
+def run_embedded_worker(agent: Agent, *, http_port: int, guard: HttpGuard | None = None, log_level: str = "info") -> None:
     """Run the agent on the embedded log under `mode.Worker`; exits the process."""
     services: list[mode.Service] = [AgentService(agent)]
     if http_port > 0:
-        services.append(StatusServer(agent, http_port))
+        (guard or HttpGuard()).check()  # before anything starts
+        services.append(StatusServer(agent, http_port, guard))
     worker = mode.Worker(
         *services,
         loglevel=log_level,

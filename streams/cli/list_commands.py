@@ -1,30 +1,23 @@
 """`quotaflow list ...`, kueuectl's `list`: one row per object from the projection, with the
-columns kueuectl prints, less the job columns (the log does not know a workload's job) and the
-queues' and flavors' AGE (the projection keeps no time for configuration objects). A workload's
-AGE is this machine's clock less its creationTimestamp (the submission event's time when it has
-none), computed here: the views and the engine keep times from the log only."""
+columns kueuectl prints, less the job columns (the log does not know a workload's job). AGE is
+this machine's clock less the object's creationTimestamp: a workload's own (the submission
+event's time when it has none); a queue's, flavor's or cohort's is the time of the event the
+agent applied to create it (projections/config_following.py). `-o json|yaml` prints the objects
+themselves (projections/views.py), in a `v1` `List`."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
-from enum import Enum
 from typing import Any
 
 import typer
 
 from domain.objects import STOP_NONE
 from streams.cli.common import broker_option, fail, require_existing_log, run
+from streams.cli.output import Output, age, output_option, print_list
 
 list_app = typer.Typer(help="List Kueue objects as the logs have them (as kueuectl list).", no_args_is_help=True)
-
-
-class Output(str, Enum):
-    table = "table"
-    wide = "wide"
-    json = "json"
-    yaml = "yaml"
 
 
 def _projection(broker: str) -> Any:
@@ -46,16 +39,8 @@ def _projection(broker: str) -> Any:
 
 
 def _print(rows: list[dict[str, Any]], objects: list[Any], columns: list[str], wide: list[str], output: Output) -> None:
-    if output in (Output.json, Output.yaml):
-        doc = {"apiVersion": "v1", "kind": "List", "items": objects}
-        if output == Output.json:
-            import json
-
-            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        else:
-            import yaml
-
-            sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
+    if output.document:
+        print_list(objects, output)
         return
     from rich import box
     from rich.table import Table
@@ -84,7 +69,7 @@ def _active(obj: dict[str, Any]) -> str:
 
 
 def _output() -> Any:
-    return typer.Option(Output.table, "-o", "--output", help="table, wide, json or yaml")
+    return output_option()
 
 
 def _ns_options() -> tuple[Any, Any]:
@@ -94,24 +79,98 @@ def _ns_options() -> tuple[Any, Any]:
     )
 
 
+# -- rows: one per object, shared with `get` (get_commands.py) ---------------------------------
+CQ_COLUMNS = ["NAME", "COHORT", "PENDING WORKLOADS", "ADMITTED WORKLOADS", "ACTIVE", "AGE"]
+CQ_WIDE = ["RESERVING WORKLOADS", "STOP POLICY"]
+LQ_COLUMNS = ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING WORKLOADS", "ADMITTED WORKLOADS", "AGE"]
+LQ_WIDE = ["RESERVING WORKLOADS", "ACTIVE", "STOP POLICY"]
+WL_COLUMNS = ["NAMESPACE", "NAME", "LOCALQUEUE", "CLUSTERQUEUE", "STATUS", "POSITION IN QUEUE", "AGE"]
+WL_WIDE = ["PRIORITY", "ACTIVE"]
+RF_COLUMNS = ["NAME", "NODE LABELS", "AGE"]
+RF_WIDE = ["NODE TAINTS", "CLUSTERQUEUES"]
+COHORT_COLUMNS = ["NAME", "PARENT", "CLUSTERQUEUES", "AGE"]
+COHORT_WIDE = ["EXPLICIT", "COHORTS"]
+
+
+def cq_row(o: dict[str, Any], now: float) -> dict[str, Any]:
+    spec = o.get("spec") or {}
+    return {
+        "NAME": o["metadata"]["name"],
+        "COHORT": spec.get("cohort") or spec.get("cohortName") or "",
+        "PENDING WORKLOADS": o["status"]["pendingWorkloads"],
+        "ADMITTED WORKLOADS": o["status"]["admittedWorkloads"],
+        "ACTIVE": _active(o),
+        "AGE": age(o, now),
+        "RESERVING WORKLOADS": o["status"]["reservingWorkloads"],
+        "STOP POLICY": spec.get("stopPolicy") or STOP_NONE,
+    }
+
+
+def lq_row(o: dict[str, Any], now: float) -> dict[str, Any]:
+    return {
+        "NAMESPACE": o["metadata"]["namespace"],
+        "NAME": o["metadata"]["name"],
+        "CLUSTERQUEUE": o["spec"]["clusterQueue"],
+        "PENDING WORKLOADS": o["status"]["pendingWorkloads"],
+        "ADMITTED WORKLOADS": o["status"]["admittedWorkloads"],
+        "AGE": age(o, now),
+        "RESERVING WORKLOADS": o["status"]["reservingWorkloads"],
+        "ACTIVE": _active(o),
+        "STOP POLICY": o["spec"].get("stopPolicy") or STOP_NONE,
+    }
+
+
+def wl_row(o: dict[str, Any], now: float) -> dict[str, Any]:
+    status = o["status"]
+    return {
+        "NAMESPACE": o["metadata"]["namespace"],
+        "NAME": o["metadata"]["name"],
+        "LOCALQUEUE": status.get("localQueue") or "",
+        "CLUSTERQUEUE": status.get("clusterQueue") or "",
+        "STATUS": status["phase"],
+        "POSITION IN QUEUE": status.get("positionInClusterQueue", ""),
+        "AGE": age(o, now),
+        "PRIORITY": status.get("priority", ""),
+        "ACTIVE": status.get("active", ""),
+    }
+
+
+def _taint(t: Any) -> str:
+    return f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" if isinstance(t, dict) else str(t)
+
+
+def rf_row(o: dict[str, Any], now: float) -> dict[str, Any]:
+    spec = o.get("spec") or {}
+    return {
+        "NAME": o["metadata"]["name"],
+        "NODE LABELS": ",".join(f"{k}={v}" for k, v in (spec.get("nodeLabels") or {}).items()),
+        "AGE": age(o, now),
+        "NODE TAINTS": ",".join(_taint(t) for t in spec.get("nodeTaints") or []),
+        "CLUSTERQUEUES": ",".join(o["status"]["clusterQueues"]),
+    }
+
+
+def cohort_row(o: dict[str, Any], now: float) -> dict[str, Any]:
+    status = o["status"]
+    return {
+        "NAME": o["metadata"]["name"],
+        "PARENT": status.get("parent") or "",
+        "CLUSTERQUEUES": ",".join(status["clusterQueues"]),
+        "AGE": age(o, now),
+        "EXPLICIT": status["explicit"],
+        "COHORTS": ",".join(status["cohorts"]),
+    }
+
+
+# -- the commands -------------------------------------------------------------------------------
 @list_app.command("clusterqueues")
 def list_cluster_queues(broker: str = broker_option(), output: Output = _output()) -> None:
-    """ClusterQueues: NAME, COHORT, PENDING WORKLOADS, ADMITTED WORKLOADS, ACTIVE."""
+    """ClusterQueues: NAME, COHORT, PENDING WORKLOADS, ADMITTED WORKLOADS, ACTIVE, AGE."""
     from projections import views
 
     objects = views.cluster_queues(_projection(broker))
-    rows = [
-        {
-            "NAME": o["metadata"]["name"],
-            "COHORT": (o.get("spec") or {}).get("cohort") or (o.get("spec") or {}).get("cohortName") or "",
-            "PENDING WORKLOADS": o["status"]["pendingWorkloads"],
-            "ADMITTED WORKLOADS": o["status"]["admittedWorkloads"],
-            "ACTIVE": _active(o),
-            "STOP POLICY": (o.get("spec") or {}).get("stopPolicy") or STOP_NONE,
-        }
-        for o in objects
-    ]
-    _print(rows, objects, ["NAME", "COHORT", "PENDING WORKLOADS", "ADMITTED WORKLOADS", "ACTIVE"], ["STOP POLICY"], output)
+    now = time.time()
+    _print([cq_row(o, now) for o in objects], objects, CQ_COLUMNS, CQ_WIDE, output)
 
 
 _NS, _ALL = _ns_options()
@@ -121,35 +180,13 @@ _NS, _ALL = _ns_options()
 def list_local_queues(
     namespace: str | None = _NS, all_namespaces: bool = _ALL, broker: str = broker_option(), output: Output = _output()
 ) -> None:
-    """LocalQueues: NAMESPACE, NAME, CLUSTERQUEUE, PENDING WORKLOADS, ADMITTED WORKLOADS."""
+    """LocalQueues: NAMESPACE, NAME, CLUSTERQUEUE, PENDING WORKLOADS, ADMITTED WORKLOADS, AGE."""
     from projections import views
 
     keep = _namespaces(namespace, all_namespaces)
     objects = [o for o in views.local_queues(_projection(broker)) if keep(o["metadata"]["namespace"])]
-    rows = [
-        {
-            "NAMESPACE": o["metadata"]["namespace"],
-            "NAME": o["metadata"]["name"],
-            "CLUSTERQUEUE": o["spec"]["clusterQueue"],
-            "PENDING WORKLOADS": o["status"]["pendingWorkloads"],
-            "ADMITTED WORKLOADS": o["status"]["admittedWorkloads"],
-            "ACTIVE": _active(o),
-        }
-        for o in objects
-    ]
-    _print(rows, objects, ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING WORKLOADS", "ADMITTED WORKLOADS"], ["ACTIVE"], output)
-
-
-def _status(wv: Any) -> str:
-    if not wv.active:
-        return "Inactive"
-    if wv.evicted:
-        return "Evicted"
-    if wv.admitted:
-        return "Admitted"
-    if wv.cluster_queue is not None:
-        return "QuotaReserved"
-    return "Pending"
+    now = time.time()
+    _print([lq_row(o, now) for o in objects], objects, LQ_COLUMNS, LQ_WIDE, output)
 
 
 @list_app.command("workloads")
@@ -162,62 +199,44 @@ def list_workloads(
     output: Output = _output(),
 ) -> None:
     """Workloads: NAMESPACE, NAME, LOCALQUEUE, CLUSTERQUEUE, STATUS, POSITION IN QUEUE, AGE."""
-    from domain.timestamps import format_time
-    from streams.cli.render import human_duration
+    from projections import views
 
     if admitted and pending:
         raise fail("list", "--admitted and --pending exclude each other", 2)
     proj = _projection(broker)
-    now_us = time.time_ns() // 1000
+    now = time.time()
     keep = _namespaces(namespace, all_namespaces)
-    positions: dict[str, int] = {}
-    for cq in proj.cluster_queues.values():
-        for index, order in enumerate(cq.pending):
-            positions[order[3]] = index
-    rows: list[dict[str, Any]] = []
-    objects: list[Any] = []
+    objects: list[dict[str, Any]] = []
     for key in sorted(proj.workloads):
-        wv = proj.workloads[key]
-        ns, name = wv.lq[0], key.partition("/")[2]
-        status = _status(wv)
-        if not keep(ns) or (admitted and status != "Admitted") or (pending and status != "Pending"):
+        if not keep(proj.workloads[key].lq[0]):
             continue
-        row = {
-            "NAMESPACE": ns,
-            "NAME": name,
-            "LOCALQUEUE": wv.lq[1],
-            "CLUSTERQUEUE": wv.cluster_queue or (lq.cluster_queue if (lq := proj.local_queues.get(wv.lq)) else ""),
-            "STATUS": status,
-            "POSITION IN QUEUE": positions.get(key, ""),
-            "AGE": human_duration((now_us - wv.created_us) / 1e6),
-            "PRIORITY": wv.priority,
-        }
-        rows.append(row)
-        objects.append({**{k.lower().replace(" ", "_"): v for k, v in row.items()},
-                        "creation_timestamp": format_time(wv.created_us)})
-    _print(rows, objects, ["NAMESPACE", "NAME", "LOCALQUEUE", "CLUSTERQUEUE", "STATUS", "POSITION IN QUEUE", "AGE"],
-           ["PRIORITY"], output)
+        obj = views.workload(proj, key)
+        assert obj is not None  # every workload the fold holds has a view
+        phase = obj["status"]["phase"]
+        if (admitted and phase != "Admitted") or (pending and phase != "Pending"):
+            continue
+        objects.append(obj)
+    _print([wl_row(o, now) for o in objects], objects, WL_COLUMNS, WL_WIDE, output)
 
 
 @list_app.command("resourceflavors")
 def list_resource_flavors(broker: str = broker_option(), output: Output = _output()) -> None:
-    """ResourceFlavors: NAME, NODE LABELS."""
-    proj = _projection(broker)
-    rows = [
-        {"NAME": name, "NODE LABELS": ",".join(f"{k}={v}" for k, v in flavor.node_labels)}
-        for name, flavor in sorted(proj.flavors.items())
-    ]
-    _print(rows, [{"name": r["NAME"], "nodeLabels": dict(proj.flavors[r["NAME"]].node_labels)} for r in rows], ["NAME", "NODE LABELS"], [], output)
+    """ResourceFlavors: NAME, NODE LABELS, AGE."""
+    from projections import views
+
+    objects = views.resource_flavors(_projection(broker))
+    now = time.time()
+    _print([rf_row(o, now) for o in objects], objects, RF_COLUMNS, RF_WIDE, output)
 
 
 @list_app.command("cohorts")
 def list_cohorts(broker: str = broker_option(), output: Output = _output()) -> None:
-    """Cohorts: NAME, PARENT."""
+    """Cohorts: NAME, PARENT, CLUSTERQUEUES, AGE."""
     from projections import views
 
     objects = views.cohorts(_projection(broker))
-    rows = [{"NAME": o["metadata"]["name"], "PARENT": (o.get("spec") or {}).get("parentName") or ""} for o in objects]
-    _print(rows, objects, ["NAME", "PARENT"], [], output)
+    now = time.time()
+    _print([cohort_row(o, now) for o in objects], objects, COHORT_COLUMNS, COHORT_WIDE, output)
 
 
 # kubectl accepts the singular and the short name too

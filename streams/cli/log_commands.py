@@ -16,6 +16,7 @@ import typer
 
 from streams import settings as defaults
 from streams.cli.common import broker_option, fail, require_existing_log, run
+from streams.cli.output import Output, chosen, json_flag, output_option
 from streams.cli.publishing import publish, publish_by_name
 from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, split_ref, workload_ref
 from streams.cli.waiting import timeout_option, wait_option
@@ -194,28 +195,47 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def watch(
         broker: str = broker_option(),
-        json_lines: bool = typer.Option(False, "--json", help="print each decision's JSON, one per line"),
+        output: Output = output_option(),
+        json_lines: bool = json_flag(),
         from_end: bool = typer.Option(False, "--from-end", help="only decisions made from now on"),
         follow: bool = typer.Option(True, "--follow/--no-follow", help="keep waiting for new decisions"),
     ) -> None:
-        """Tail the decision log."""
+        """Tail the decision log (-o json: one decision's JSON a line; -o yaml: one document each;
+        -o wide: each line with the time the decision was written)."""
+        from rich.text import Text
+
+        from domain.timestamps import format_time
         from streams.cli.render import decision_line, output_console
         from streams.client import Client
 
         console = output_console()
         out = sys.stdout.buffer
+        shown = chosen(output, json_lines)
 
         async def go() -> None:
             require_existing_log(broker)
             async with Client(broker, source=CLI_SOURCE) as qf:
                 async for record, decision in qf.decision_records(start="end" if from_end else "beginning", follow=follow):
-                    if json_lines:
+                    if shown == Output.json:
                         out.write((record.value or b"") + b"\n")
+                        out.flush()
+                    elif shown == Output.yaml:
+                        import msgspec
+                        import yaml
+
+                        try:
+                            doc = msgspec.json.decode(record.value or b"null")
+                        except msgspec.DecodeError:
+                            doc = {"undecodable": (record.value or b"").decode("utf-8", "replace")}
+                        out.write(b"---\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode())
                         out.flush()
                     elif decision is None:
                         console.print(f"{record.offset:>6} (undecodable) {record.value!r}")
                     else:
-                        console.print(decision_line(decision, record.offset))
+                        line = decision_line(decision, record.offset)
+                        if shown == Output.wide and record.timestamp_ms:
+                            line = Text(format_time(record.timestamp_ms * 1000) + " ", style="dim") + line
+                        console.print(line)
 
         try:
             run("watch", go)
@@ -230,6 +250,14 @@ def register(app: typer.Typer) -> None:
             "--http-port",
             help=f"port for /health and /status; 0: none (default: ${defaults.ENV_HTTP_PORT} or "
             f"{defaults.DEFAULT_HTTP_PORT} on Kafka, none on SQLite)",
+        ),
+        http_host: str = typer.Option(
+            defaults.DEFAULT_HTTP_HOST, "--http-host", envvar=defaults.ENV_HTTP_HOST,
+            help=f"address for /health and /status; anything but loopback needs ${defaults.ENV_HTTP_TOKEN} "
+            f"(or --insecure-bind)",
+        ),
+        insecure_bind: bool = typer.Option(
+            False, "--insecure-bind", help=f"serve /status on a non-loopback address with no token (${defaults.ENV_HTTP_INSECURE}=1)"
         ),
         snapshot_every: int = typer.Option(
             defaults.DEFAULT_SNAPSHOT_EVERY, envvar=defaults.ENV_SNAPSHOT_EVERY, help="snapshot after this many input events"
@@ -300,6 +328,13 @@ def register(app: typer.Typer) -> None:
             tick_interval=tick_interval,
             engine_process=defaults.default_engine_process() if engine_process is None else engine_process,
         )
+        from streams.http_guard import GuardError, HttpGuard
+
+        try:
+            guard = HttpGuard.from_env(host=http_host, insecure=insecure_bind)
+            guard.check()
+        except GuardError as exc:
+            raise fail("agent", str(exc), 2) from None
         runner = Agent(log, config)
         if url.scheme == "kafka":
             from streams.log.kafka_config import KafkaConfigError, KafkaSecurity
@@ -314,12 +349,13 @@ def register(app: typer.Typer) -> None:
                 bootstrap=url.location,
                 credentials=security.faust_credentials(),
                 http_port=port,
+                guard=guard,
                 log_level=log_level.lower(),
             )
             run_kafka_worker(app_, log_level.lower())
         else:
             port = http_port if http_port is not None else int(os.environ.get(defaults.ENV_HTTP_PORT) or 0)
-            run_embedded_worker(runner, http_port=port, log_level=log_level.lower())
+            run_embedded_worker(runner, http_port=port, guard=guard, log_level=log_level.lower())
 
     @app.command()
     def demo(

@@ -10,6 +10,7 @@ import typer
 from domain.decisions import encode
 from domain.engine import Engine
 from streams.cli.export_command import register as register_export_command
+from streams.cli.get_commands import register as register_get_commands
 from streams.cli.import_commands import import_app
 from streams.cli.launch_command import register as register_launch_command
 from streams.cli.list_commands import register as register_list_commands
@@ -30,6 +31,7 @@ register_log_commands(app)
 register_workload_commands(app)
 register_stop_commands(app)
 register_list_commands(app)
+register_get_commands(app)
 register_view_commands(app)
 register_export_command(app)
 register_launch_command(app)

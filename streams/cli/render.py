@@ -232,8 +232,12 @@ def usage_bar(used: int, nominal: int, admitted: int, width: int = BAR_WIDTH) ->
     return text
 
 
-def status_table(p: Projection, *, wide: bool = True) -> Table:
-    """ClusterQueues as `kubectl get clusterqueues -o wide` shows them."""
+def status_table(p: Projection, *, wide: bool = True, more: bool = False) -> Table:
+    """ClusterQueues as `kubectl get clusterqueues -o wide` shows them; `more` (`status -o
+    wide`): also reserving workloads, Active, stop policy and age."""
+    from projections import views
+    from streams.cli.output import age
+
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("NAME", no_wrap=True)
     table.add_column("COHORT", no_wrap=True)
@@ -242,6 +246,9 @@ def status_table(p: Projection, *, wide: bool = True) -> Table:
     table.add_column("PENDING WORKLOADS", justify="right")
     if wide:
         table.add_column("ADMITTED WORKLOADS", justify="right")
+    if more:
+        for column in ("RESERVING WORKLOADS", "ACTIVE", "STOP POLICY", "AGE"):
+            table.add_column(column, justify="right" if column == "RESERVING WORKLOADS" else "left", no_wrap=True)
     for name in sorted(p.cluster_queues):
         cq = p.cluster_queues[name]
         row: list[Any] = [Text(name, style="strike" if cq.terminating else ""), cq.spec.cohort or ""]
@@ -250,6 +257,9 @@ def status_table(p: Projection, *, wide: bool = True) -> Table:
         row.append(str(len(cq.pending)))
         if wide:
             row.append(str(cq.admitted))
+        if more:
+            view = views.cluster_queue(p, name) or {}
+            row += [str(len(cq.holders)), str(views.cluster_queue_active(p, cq)[0]), cq.spec.stop_policy, age(view)]
         table.add_row(*row)
     return table
 
@@ -290,8 +300,12 @@ def usage_table(p: Projection, bar_width: int = BAR_WIDTH) -> Table:
     return table
 
 
-def history_table(entries: list[dict[str, Any]]) -> Table:
+def history_table(entries: list[dict[str, Any]], *, wide: bool = False) -> Table:
+    """`wide`: also each decision's offset in the decision log and when its event was written."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold")
+    if wide:
+        table.add_column("DECISION OFFSET", no_wrap=True, justify="right")
+        table.add_column("WRITTEN", no_wrap=True)
     table.add_column("CAUSE", no_wrap=True)
     table.add_column("EVENT")
     table.add_column("DECISION", no_wrap=True)
@@ -319,10 +333,11 @@ def history_table(entries: list[dict[str, Any]]) -> Table:
         elif kind == "QuotaReleased":
             details = f"quota back to {d.get('clusterQueue')}"
         table.add_row(
+            *([str(e.get("decisionOffset", "")), e.get("eventTime") or ""] if wide else []),
             f"@{cause.get('offset')}.{cause.get('index')}",
             f"{etype}" + (f" {time}" if time else ""),
             Text(kind, style=STYLES.get(kind, "")),
-            details,
+            Text(details),  # not markup: "[flavor]" is text
         )
     return table
 
@@ -334,7 +349,7 @@ def _pairs(mapping: Any) -> str:
     return str(mapping)
 
 
-def explain_renderables(result: dict[str, Any]) -> list[Any]:
+def explain_renderables(result: dict[str, Any], *, wide: bool = False) -> list[Any]:
     out: list[Any] = []
     state = result.get("state") or {}
     title = Text(f"Workload {result['workload']}", style="bold")
@@ -350,7 +365,7 @@ def explain_renderables(result: dict[str, Any]) -> list[Any]:
                 facts.append(f"{key}={state[key]}")
         out.append(Text("  " + "  ".join(facts)))
     out.append(Text("\nHistory", style="bold"))
-    out.append(history_table(result.get("history", [])))
+    out.append(history_table(result.get("history", []), wide=wide))
     why = result.get("why")
     if why:
         out.append(Text("\nWhy it is pending", style="bold"))
@@ -394,14 +409,21 @@ def explain_renderables(result: dict[str, Any]) -> list[Any]:
     return out
 
 
-def pending_table(summary: dict[str, Any]) -> Table:
+def pending_table(summary: dict[str, Any], *, cluster_queue: str | None = None) -> Table:
+    """Kueue's PendingWorkloadsSummary; given the `cluster_queue` (`pending -o wide`), with it
+    and each workload's age."""
+    from streams.cli.output import age
+
+    wide = cluster_queue is not None
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold")
-    for col in ("POSITION IN CQ", "POSITION IN LQ", "NAMESPACE", "NAME", "LOCALQUEUE", "PRIORITY", "CREATED"):
+    columns = ["POSITION IN CQ", "POSITION IN LQ", "NAMESPACE", "NAME", "LOCALQUEUE", "PRIORITY", "CREATED"]
+    for col in columns + (["CLUSTERQUEUE", "AGE"] if wide else []):
         table.add_column(col, justify="right" if col.startswith("POSITION") or col == "PRIORITY" else "left")
     for item in summary.get("items", []):
         meta = item["metadata"]
         table.add_row(str(item["positionInClusterQueue"]), str(item["positionInLocalQueue"]), meta["namespace"], meta["name"],
-                      item["localQueueName"], str(item["priority"]), meta.get("creationTimestamp", ""))
+                      item["localQueueName"], str(item["priority"]), meta.get("creationTimestamp", ""),
+                      *([cluster_queue or "", age(item)] if wide else []))
     return table
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
+from pathlib import Path
 from typing import Any
 
 import typer
 
 from streams import settings as defaults
 from streams.cli.common import broker_option, fail, require_existing_log, run
+from streams.cli.output import Output, chosen, json_flag, output_option, print_document
 
 
 def _as_of() -> Any:
@@ -25,7 +26,7 @@ def _as_of() -> Any:
 
 
 def _json_flag() -> Any:
-    return typer.Option(False, "--json", help="print JSON instead of tables")
+    return json_flag()
 
 
 async def _open(broker: str) -> tuple[Any, Any]:
@@ -52,11 +53,8 @@ def _workload_key(command: str, workload: str, broker: str) -> str:
     return workload
 
 
-def _print_json(obj: Any) -> None:
-    import msgspec
-
-    sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(obj), indent=2) + b"\n")
-    sys.stdout.flush()
+def _print_json(obj: Any, output: Output = Output.json) -> None:
+    print_document(obj, output)
 
 
 def register(app: typer.Typer) -> None:
@@ -66,10 +64,12 @@ def register(app: typer.Typer) -> None:
     def status(
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
+        output: Output = output_option(),
         json_out: bool = _json_flag(),
         usage: bool = typer.Option(True, "--usage/--no-usage", help="usage bars per flavor and resource"),
     ) -> None:
-        """ClusterQueues like `kubectl get clusterqueues -o wide`, with usage bars."""
+        """ClusterQueues like `kubectl get clusterqueues -o wide`, with usage bars (-o wide: also
+        reserving workloads, Active, stop policy and age)."""
 
         from projections import views
         from projections.follower import rebuild
@@ -84,11 +84,12 @@ def register(app: typer.Typer) -> None:
                 await log.close()
 
         proj, undecided = run("status", go)
-        if json_out:
-            _print_json({"items": views.cluster_queues(proj), "asOf": views.as_of(proj, undecided)})
+        output = chosen(output, json_out)
+        if output.document:
+            _print_json({"items": views.cluster_queues(proj), "asOf": views.as_of(proj, undecided)}, output)
             return
         console = output_console()
-        console.print(status_table(proj))
+        console.print(status_table(proj, more=output == Output.wide))
         if usage and proj.cluster_queues:
             console.print()
             console.print(usage_table(proj, bar_width=20 if console.width >= 110 else 10))
@@ -107,9 +108,11 @@ def register(app: typer.Typer) -> None:
         offset: int = typer.Option(0, min=0, help="first position to show"),
         limit: int = typer.Option(1000, min=1, help="how many to show (Kueue's visibility API allows at most 4000)"),
         show_all: bool = typer.Option(False, "--all", help="every pending workload, however many"),
+        output: Output = output_option(),
         json_out: bool = _json_flag(),
     ) -> None:
-        """Pending workloads with their positions, as Kueue's visibility API gives them."""
+        """Pending workloads with their positions, as Kueue's visibility API gives them (-o wide:
+        also each one's ClusterQueue and age)."""
 
         from projections import views
         from projections.follower import rebuild
@@ -147,19 +150,23 @@ def register(app: typer.Typer) -> None:
                 f"--offset {page_end} or --all for the rest",
                 err=True,
             )
-        if json_out:
-            _print_json(summary)
+        output = chosen(output, json_out)
+        if output.document:
+            _print_json(summary, output)
         else:
-            output_console().print(pending_table(summary))
+            cq_name = (proj.local_queues[(ns, name)].cluster_queue if sep else queue)
+            output_console().print(pending_table(summary, cluster_queue=cq_name if output == Output.wide else None))
 
     @app.command()
     def history(
         workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload as NS/NAME, or its job as KIND/NAME or KIND/NS/NAME (job/sample-job)"),
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
+        output: Output = output_option(),
         json_out: bool = _json_flag(),
     ) -> None:
-        """Every decision about a workload, with the input event that caused each."""
+        """Every decision about a workload, with the input event that caused each (-o wide: also
+        each decision's offset and when its event was written)."""
 
         from projections import views
         from projections.explain import focus_history
@@ -180,11 +187,12 @@ def register(app: typer.Typer) -> None:
         state = views.workload_state(proj, key)
         if not entries and state is None:
             raise fail("history", f"workload {key} not found")
-        if json_out:
-            _print_json({"workload": key, "state": state, "history": entries, "asOf": views.as_of(proj)})
+        output = chosen(output, json_out)
+        if output.document:
+            _print_json({"workload": key, "state": state, "history": entries, "asOf": views.as_of(proj)}, output)
         else:
             console = output_console()
-            console.print(history_table(entries))
+            console.print(history_table(entries, wide=output == Output.wide))
             if state is not None:
                 console.print(f"now: {state['phase']}", style="bold")
 
@@ -193,9 +201,11 @@ def register(app: typer.Typer) -> None:
         workload: str = typer.Argument(..., metavar="NS/NAME", help="the workload as NS/NAME, or its job as KIND/NAME or KIND/NS/NAME (job/sample-job)"),
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
+        output: Output = output_option(),
         json_out: bool = _json_flag(),
     ) -> None:
-        """A workload's history and, if it is pending, why: flavors tried, what is short, who holds it."""
+        """A workload's history and, if it is pending, why: flavors tried, what is short, who holds
+        it (-o wide: the history with decision offsets and event times)."""
 
         from projections.explain import explain as run_explain
         from streams.cli.render import explain_renderables, output_console
@@ -212,16 +222,18 @@ def register(app: typer.Typer) -> None:
         result = run("explain", go)
         if result["state"] is None and not result["history"]:
             raise fail("explain", f"workload {key} not found")
-        if json_out:
-            _print_json(result)
+        output = chosen(output, json_out)
+        if output.document:
+            _print_json(result, output)
         else:
             console = output_console()
-            for renderable in explain_renderables(result):
+            for renderable in explain_renderables(result, wide=output == Output.wide):
                 console.print(renderable)
 
     @app.command()
-    def audit(broker: str = broker_option()) -> None:
-        """Replay the input log through a fresh engine; compare every recorded decision byte for byte."""
+    def audit(broker: str = broker_option(), output: Output = output_option()) -> None:
+        """Replay the input log through a fresh engine; compare every recorded decision byte for byte
+        (-o json|yaml: {ok, verified, events, auditedUpTo, inputEnd, seconds, divergence})."""
         from projections.audit import audit as run_audit
         from streams.cli.progress import Progress
 
@@ -239,7 +251,22 @@ def register(app: typer.Typer) -> None:
                 await log.close()
 
         result = run("audit", go)
-        typer.echo(result.describe())
+        if output.document:
+            d = result.divergence
+
+            def text(value: bytes | None) -> str | None:
+                return value.decode(errors="replace") if value is not None else None
+
+            print_document({
+                "ok": result.ok, "verified": result.verified, "events": result.events, "auditedUpTo": result.audited_upto,
+                "inputEnd": result.input_end, "seconds": round(result.seconds, 3),
+                "divergence": None if d is None else {
+                    "inputOffset": d.input_offset, "index": d.index, "decisionOffset": d.decision_offset,
+                    "recorded": text(d.recorded), "replayed": text(d.replayed),
+                },
+            }, output)
+        else:
+            typer.echo(result.describe())
         if not result.ok:
             raise typer.Exit(1)
 
@@ -247,21 +274,52 @@ def register(app: typer.Typer) -> None:
     def serve(
         broker: str = broker_option(),
         port: int = typer.Option(8080, "--port", envvar="QUOTAFLOW_VIEWS_PORT", help="HTTP port (0: any free port)"),
-        host: str = typer.Option("0.0.0.0", "--host", help="address to bind"),
+        host: str = typer.Option(
+            "127.0.0.1", "--host", envvar="QUOTAFLOW_VIEWS_HOST",
+            help="address to bind; anything but loopback needs a token ($QUOTAFLOW_HTTP_TOKEN), --tls-client-ca or --insecure-bind",
+        ),
+        insecure_bind: bool = typer.Option(
+            False, "--insecure-bind", help="serve on a non-loopback address with no authentication at all ($QUOTAFLOW_HTTP_INSECURE=1)"
+        ),
+        tls_cert: Path | None = typer.Option(None, "--tls-cert", help="serve HTTPS with this certificate (PEM) ($QUOTAFLOW_HTTP_TLS_CERT)"),
+        tls_key: Path | None = typer.Option(None, "--tls-key", help="... and this key ($QUOTAFLOW_HTTP_TLS_KEY)"),
+        tls_client_ca: Path | None = typer.Option(
+            None, "--tls-client-ca", help="require client certificates signed by this CA: mTLS ($QUOTAFLOW_HTTP_TLS_CLIENT_CA)"
+        ),
+        max_in_flight: int = typer.Option(64, "--max-in-flight", min=1, help="requests handled at once (more wait, up to a bound)"),
+        reports: Path | None = typer.Option(
+            None, "--reports", exists=True, file_okay=False, dir_okay=True,
+            help="a directory of what-if HTML reports (quotaflow whatif --html) the dashboard lists",
+        ),
     ) -> None:
-        """Serve the views (JSON) and Prometheus /metrics over HTTP, following the logs."""
+        """Serve the dashboard at /, the views (JSON) and Prometheus /metrics over HTTP, following the logs.
+
+        Read-only; 127.0.0.1 unless --host says otherwise. With $QUOTAFLOW_HTTP_TOKEN (or
+        $QUOTAFLOW_HTTP_TOKEN_FILE) set, every request needs `Authorization: Bearer TOKEN`."""
         from projections.server import ProjectionServer
+        from streams.http_guard import GuardError, HttpGuard
+
+        try:
+            guard = HttpGuard.from_env(
+                host=host, insecure=insecure_bind, tls_cert=tls_cert, tls_key=tls_key, tls_client_ca=tls_client_ca,
+                max_in_flight=max_in_flight,
+            )
+            guard.check()
+        except GuardError as exc:
+            raise fail("serve", str(exc), 2) from None
 
         async def go() -> None:
             log, topics = await _open(broker)
-            server = ProjectionServer(log, topics)
+            server = ProjectionServer(log, topics, reports=reports, guard=guard)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
             try:
-                bound = await server.start(host, port)
-                typer.echo(f"quotaflow views on http://{host}:{bound} (log {log.url})", err=True)
+                bound = await server.start(port=port)
+                shown = f"[{host}]" if ":" in host else host
+                auth = "bearer token" if guard.token else ("client certificates" if guard.tls_client_ca else "no authentication")
+                typer.echo(f"quotaflow dashboard and views on {guard.scheme}://{shown}:{bound}/ ({auth}; log {log.url})", err=True)
                 await stop.wait()
             finally:
                 await server.stop()

@@ -27,14 +27,14 @@ def test_list_workloads_queues_and_flavors(live: Live) -> None:
 
     admitted = live.cli("list", "wl", "-A", "--admitted", "-o", "json")
     assert admitted.returncode == 0, admitted.stderr
-    assert [i["name"] for i in json.loads(admitted.stdout)["items"]] == ["fits"]
+    assert [i["metadata"]["name"] for i in json.loads(admitted.stdout)["items"]] == ["fits"]
     pending = live.cli("list", "workloads", "-n", "team-a", "--pending", "-o", "wide")
     assert "waits" in pending.stdout and "fits" not in pending.stdout and "PRIORITY" in pending.stdout
 
     cqs = live.cli("list", "clusterqueues")
     assert cqs.returncode == 0, cqs.stderr
-    assert cqs.stdout.splitlines()[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS", "ACTIVE"]
-    assert cqs.stdout.splitlines()[2].split() == ["team-a-cq", "1", "1", "True"]
+    assert cqs.stdout.splitlines()[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS", "ACTIVE", "AGE"]
+    assert cqs.stdout.splitlines()[2].split()[:4] == ["team-a-cq", "1", "1", "True"]
     lqs = live.cli("list", "lq", "-n", "team-a", "-o", "yaml")
     assert lqs.returncode == 0 and "kind: LocalQueue" in lqs.stdout and "clusterQueue: team-a-cq" in lqs.stdout
     rfs = live.cli("list", "resourceflavors")
@@ -52,8 +52,8 @@ def test_a_workloads_age_is_the_clock_less_its_creation_time(live: Live) -> None
     row = next(line.split() for line in table.stdout.splitlines() if line.split()[1:2] == ["old"])
     assert row[-1] == "3h30m"  # kubectl's form; stable for the 40 s this test may take
     listed = json.loads(live.cli("list", "workloads", "-n", "team-a", "-o", "json").stdout)["items"]
-    item = next(i for i in listed if i["name"] == "old")
-    assert item["age"] == "3h30m" and item["creation_timestamp"] == created.strftime("%Y-%m-%dT%H:%M:%SZ")
+    item = next(i for i in listed if i["metadata"]["name"] == "old")
+    assert item["metadata"]["creationTimestamp"] == created.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def test_ages_read_as_kubectl_prints_them() -> None:

@@ -13,7 +13,7 @@ WORKTREE = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
-    "command", [["status"], ["pending", "cq"], ["history", "a/b"], ["explain", "a/b"], ["audit"], ["watch", "--no-follow"], ["serve"], ["list", "workloads"]]
+    "command", [["status"], ["pending", "cq"], ["history", "a/b"], ["explain", "a/b"], ["audit"], ["watch", "--no-follow"], ["serve"], ["list", "workloads"], ["get", "clusterqueue", "cq"]]
 )
 def test_a_view_on_a_missing_sqlite_log_fails_and_creates_nothing(tmp_path: Path, command: list[str]) -> None:
     env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
