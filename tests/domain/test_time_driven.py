@@ -100,7 +100,7 @@ def _without_causes(per_event: list[list[Decision]], skip_ticks: bool = True) ->
     return out
 
 
-_PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_PROPERTY
