@@ -203,9 +203,6 @@ def _admission_check(version: str) -> Schema:
     return _top(spec)
 
 
-_MAX_EXEC = Refused("maximumExecutionTimeSeconds is not supported (it needs time, which quotaflow does not model yet)")
-
-
 def _workload(version: str) -> Schema:
     spec: Schema = {
         "podSets": ListOf({
@@ -219,7 +216,7 @@ def _workload(version: str) -> Schema:
         "queueName": ANY,
         "priority": ANY,
         "active": ANY,
-        "maximumExecutionTimeSeconds": _MAX_EXEC,
+        "maximumExecutionTimeSeconds": ANY,
     }
     if version != V1BETA2:
         spec["priorityClassName"] = ANY
@@ -241,19 +238,19 @@ def _pod_priority_class(version: str) -> Schema:
     }
 
 
-def _wait_for_pods_ready_off(value: Any) -> bool:
-    # v1beta1 has `enable` (default false); in v1beta2 the stanza's presence turns it on.
-    return isinstance(value, Mapping) and value.get("enable") is False
-
-
 def _configuration(version: str) -> Schema:
     fair_sharing: Schema = {"preemptionStrategies": ANY}
-    wait: Node = Refused(
-        "waitForPodsReady is not supported (it needs time, which quotaflow does not model yet)",
-        _wait_for_pods_ready_off if version != V1BETA2 else None,
-    )
+    wait: Schema = {
+        "timeout": ANY,
+        "blockAdmission": ANY,
+        "recoveryTimeout": ANY,
+        "requeuingStrategy": {
+            "timestamp": ANY, "backoffLimitCount": ANY, "backoffBaseSeconds": ANY, "backoffMaxSeconds": ANY,
+        },
+    }
     if version != V1BETA2:
         fair_sharing["enable"] = ANY
+        wait["enable"] = ANY
     schema: Schema = {
         "apiVersion": ANY,
         "kind": ANY,

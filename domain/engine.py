@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from mypy_extensions import mypyc_attr
 
-from domain import local_queue_usage, reasons
+from domain import local_queue_usage, pods_ready, reasons, time_driven
 from domain.admission_checks import check_state_changed
 from domain.authority import (
     check_inner_source,
@@ -29,13 +29,21 @@ from domain.authority import (
     read_source,
     scoped_id,
 )
+from domain.clock import own_time, trusts_time
 from domain.config_events import (
     apply_object,
     config_applied,
     config_deleted,
     refresh_activeness,
 )
-from domain.decisions import INTERNAL_ERRORS, Decision, InternalError, Pending, Rejected
+from domain.decisions import (
+    INTERNAL_ERRORS,
+    Applied,
+    Decision,
+    InternalError,
+    Pending,
+    Rejected,
+)
 from domain.decisions import encode as encode_decision
 from domain.emitter import Emitter
 from domain.envelope import (
@@ -69,6 +77,7 @@ from domain.typed_events import Submitted as TypedSubmitted
 from domain.typed_events import WorkloadEvent
 from domain.workload import WorkloadSpec, parse_workload
 from domain.workload_events import (
+    UPDATED,
     delete,
     finish,
     lookup,
@@ -88,6 +97,8 @@ EVENT_TYPES = (
     "WorkloadUpdated",
     "WorkloadReleased",
     "AdmissionCheckStateChanged",
+    "WorkloadPodsReady",
+    "Tick",
     "Batch",
 )
 
@@ -109,9 +120,15 @@ class Engine:
         # The `source` of the top-level event being applied (domain/authority.py), and its size.
         self._source: str | None = None
         self._record_size: int | None = None
+        self._log_time: int | None = None  # the record's log time, when the log gave one
+        self._ticked = False  # the event being applied is a Tick
 
-    def apply(self, event: Record, offset: int) -> list[Decision]:
+    def apply(self, event: Record, offset: int, log_time: int | None = None) -> list[Decision]:
+        """Decide one input record. `log_time`: its time in the log (µs since the epoch), when
+        the log keeps one (domain/clock.py): the event's time when it has no `time` of its own."""
         out = Emitter(offset)
+        self._log_time = log_time
+        self._ticked = False
         try:
             made = self._apply(event, offset, out)
         except Exception as exc:  # noqa: BLE001 - one bad record must not stop the log
@@ -171,6 +188,15 @@ class Engine:
         deferred, state.deferred = state.deferred, {}
         if state.admitted_roots:
             state.admitted_roots = {}
+        if state.timers.live:
+            when = own_time(event)
+            if when is None:
+                when = self._log_time
+            due = state.timers.next_due()
+            if when is not None and due is not None and due <= when:
+                self._fire_timers(when, deferred, out)
+                deferred, state.deferred = state.deferred, {}
+        start = len(out.decisions)
         submitted: list[str] = []
         self._source = None
         self._record_size = len(event) if type(event) is bytes or type(event) is str else None
@@ -184,8 +210,9 @@ class Engine:
         if applied is None:
             raw = decode_record(event, out)
             applied = raw is not None and self._dispatch(raw, offset * BATCH_SLOTS, out, submitted, None)
-        if not applied:
-            # A rejected or repeated event changes nothing, not even by way of what it wakes.
+        if not applied or self._ticked:
+            # A rejected or repeated event changes nothing, not even by way of what it wakes;
+            # nor does a Tick, beyond the timers its time fired (before it).
             state.deferred = {**deferred, **state.deferred}
             return out.decisions
         # A queue deferred by the previous event (its head could not take a workload that event
@@ -196,9 +223,42 @@ class Engine:
             if cq is not None:
                 wake_queue(state, cq)
         local_queue_usage.advance(state)  # admission fair sharing: samplings the log's time reached
-        schedule(state, out)
+        if pods_ready.blocks_admission(state):
+            pods_ready.settle_blocked(state, out, submitted)
+        else:
+            schedule(state, out)
         settle(state, out, submitted)
+        if time_driven.watching(state):
+            time_driven.watch(state, out.decisions, start, state.clock)
         return out.decisions
+
+    def _fire_timers(self, when: int, deferred: dict[str, None], out: Emitter) -> None:
+        """The timers the record's time `when` reached fire, before the record is decided, and
+        an admission cycle follows: what a `Tick` at that time just before the record would do
+        (so inserting one there changes no decision, only their causes).
+
+        That step runs as an input event of its own for the rules that compare offsets (one
+        preemption per workload per event, a resumed flavor scan): `state.offset` is then a
+        number no record has."""
+        state = self.state
+        offset = state.offset
+        advance_clock(state, when)
+        state.offset = -2 - offset
+        try:
+            for name in deferred:
+                cq = state.cluster_queues.get(name)
+                if cq is not None:
+                    wake_queue(state, cq)
+            start = len(out.decisions)
+            time_driven.fire_due(state, out, when)
+            local_queue_usage.advance(state)
+            if not pods_ready.blocks_admission(state):
+                schedule(state, out)
+            time_driven.watch(state, out.decisions, start, state.clock)
+        finally:
+            state.offset = offset
+        if state.admitted_roots:
+            state.admitted_roots = {}
 
     # -- the typed path: the common workload events, decoded into Structs -------------------
     def _apply_typed(self, event: bytes, seq: int, out: Emitter, submitted: list[str]) -> bool | None:
@@ -227,6 +287,8 @@ class Engine:
             batch_time = event_time(batch.time)
         except InvalidInput:
             return None
+        if batch_time is None:
+            batch_time = self._log_time
         advance_clock(state, batch_time)
         remember(state, batch.id)
         # A run of finishes and deletions wakes parked heads once per cohort tree, at its end
@@ -262,6 +324,8 @@ class Engine:
         try:
             if ev.time is not None:
                 time = event_time(ev.time)
+            if time is None:
+                time = self._log_time
             if isinstance(ev, TypedSubmitted):
                 spec: WorkloadSpec | None = typed_spec(ev.workload)
                 key = ""
@@ -315,7 +379,11 @@ class Engine:
                 return False  # a producer's retry: already applied, no new outcome
             check_source(self._source, etype, raw)
             check_pending(state, state.configuration.tenant_limits, etype, raw)
-            time = event_time(raw.get("time"))
+            time = event_time(raw.get("time"))  # read even where not trusted: a bad one is refused
+            if not trusts_time(self._source):
+                time = None  # a tenant's event has the log's time (domain/clock.py)
+            if time is None and top_level:
+                time = self._log_time
             if time is not None:
                 self._event_time = time
                 advance_clock(state, time)
@@ -385,10 +453,16 @@ class Engine:
         config_deleted(self.state, raw, out, index)
 
     def _workload_submitted(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
-        submit(self.state, parse_workload(raw.get("workload")), seq, self._event_time, out, submitted)
+        spec = parse_workload(raw.get("workload"))
+        if spec.max_exec_seconds is not None:
+            self.state.timers.watch_execution = True
+        submit(self.state, spec, seq, self._event_time, out, submitted)
 
     def _workload_updated(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
-        update(self.state, parse_workload(raw.get("workload")), out, index)
+        spec = parse_workload(raw.get("workload"))
+        if spec.max_exec_seconds is not None:
+            self.state.timers.watch_execution = True
+        update(self.state, spec, out, index)
 
     def _workload_finished(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
         finish(self.state, lookup(raw), out, self._wakes)
@@ -404,6 +478,19 @@ class Engine:
     ) -> None:
         check_state_changed(self.state, raw, out, index)
 
+    def _workload_pods_ready(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
+        pods_ready.reported(self.state, raw, out, index)
+
+    def _tick(self, raw: Raw, seq: int, out: Emitter, submitted: list[str], index: int | None) -> None:
+        """The log's time, appended by the agent while nothing else moves it (domain/clock.py):
+        the timers it reached fired before it; it changes nothing else."""
+        if index is not None:
+            raise InvalidInput(reasons.MALFORMED_EVENT, "a Tick cannot be inside a Batch")
+        if self._event_time is None:
+            raise InvalidInput(reasons.MALFORMED_EVENT, "time: required value (a Tick carries the log's time)")
+        out.emit(Applied, kind="Tick", action=UPDATED)
+        self._ticked = True
+
 
 _Handler = Callable[[Engine, Raw, int, Emitter, list[str], int | None], None]
 
@@ -416,6 +503,8 @@ _HANDLERS: dict[str, _Handler] = {
     "WorkloadUpdated": Engine._workload_updated,
     "WorkloadReleased": Engine._workload_released,
     "AdmissionCheckStateChanged": Engine._admission_check_state,
+    "WorkloadPodsReady": Engine._workload_pods_ready,
+    "Tick": Engine._tick,
 }
 
 __all__ = ["BATCH_SLOTS", "EVENT_TYPES", "Engine", "Pending", "Unparseable"]

@@ -112,7 +112,9 @@ def remember(state: State, event_id: str | None) -> None:
         state.seen_ids.add(event_id)
 
 
-_WORKLOAD_EVENTS = ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged")
+_WORKLOAD_EVENTS = (
+    "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged", "WorkloadPodsReady",
+)
 
 
 def subject(raw: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:

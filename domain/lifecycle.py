@@ -7,7 +7,7 @@ decides what the decision log says about it.
 
 from __future__ import annotations
 
-from domain import local_queue_usage, reasons
+from domain import local_queue_usage, reasons, requeue_backoff
 from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased, QuotaReserved
 from domain.emitter import Emitter
 from domain.objects import IMMEDIATE, NEVER, STOP_NONE
@@ -364,7 +364,8 @@ def release_evicted(state: State, out: Emitter, ws: WorkloadState) -> None:
     out.emit(QuotaReleased, ws.key, clusterQueue=cq.name)
     drop_if_terminated(state, out, cq)
     if ws.spec.active:
-        route(state, out, ws)
+        if not requeue_backoff.holds(state, out, ws):
+            route(state, out, ws)
     else:
         set_pending(state, out, ws, (reasons.DEACTIVATED, reasons.MSG_DEACTIVATED))
 

@@ -20,6 +20,7 @@ from domain.admission_fair_sharing import (
 )
 from domain.fields import Fields, InvalidInput
 from domain.names import invalid, label_problem, labels_message, shown, subdomain_problem
+from domain.pods_ready_config import PodsReadyConfig, parse_pods_ready
 from domain.quantity import QuantityError, amount
 from domain.quota import FR, fr_key
 from domain.resource_transformations import NO_RESOURCES, ResourcesConfig, parse_resources
@@ -243,6 +244,8 @@ class Configuration:
     admission_fair_sharing: AdmissionFairSharing | None = None
     # quotaflow's `quotaflow.tenantLimits` (domain/authority.py).
     tenant_limits: TenantLimits = NO_TENANT_LIMITS
+    # `waitForPodsReady` (domain/pods_ready_config.py), None while it is off.
+    pods_ready: PodsReadyConfig | None = None
 
 
 # Kueue feature gates quotaflow implements, with Kueue's defaults. Kueue refuses to start on a
@@ -251,10 +254,14 @@ class Configuration:
 PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
 WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
 ADMISSION_FAIR_SHARING = "AdmissionFairSharing"  # beta, on since Kueue 0.15 (pkg/features)
+# DisableWaitForPodsReady: alpha since 0.19, off; turns waitForPodsReady off whatever the
+# Configuration says (pkg/util/waitforpodsready), for v1beta2, which turns it on by default.
+DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
 FEATURE_GATES: dict[str, bool] = {
     ADMISSION_FAIR_SHARING: True,
     PRIORITIZE_PREEMPTOR_WORKLOADS: False,
     WORKLOAD_PRIORITY_CLASS_DEFAULTING: True,
+    DISABLE_WAIT_FOR_PODS_READY: False,
 }
 
 
@@ -641,6 +648,7 @@ def parse_configuration(obj: Fields) -> Configuration:
         resources=parse_resources(obj),
         admission_fair_sharing=afs if gates[ADMISSION_FAIR_SHARING] else None,
         tenant_limits=tenant_limits,
+        pods_ready=None if gates[DISABLE_WAIT_FOR_PODS_READY] else parse_pods_ready(obj, obj.str("apiVersion", "")),
     )
 
 

@@ -85,3 +85,14 @@ MSG_QUEUED_BEHIND_PREEMPTOR: Final = (
     "Workload is queued behind {head}, which waits for preempted workloads in ClusterQueue {cq}"
 )
 MSG_PENDING_PREEMPTION: Final = "{message}. Pending the preemption of {count} workload(s)"
+
+# Time-driven rules (Kueue's apis/kueue/v1beta2/workload_types.go and workload controller).
+PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
+MSG_PODS_READY_TIMEOUT: Final = "Exceeded the PodsReady timeout {key}"
+MSG_MAX_EXEC_EXCEEDED: Final = "The workload is deactivated due to exceeding the maximum execution time"
+MSG_REQUEUING_LIMIT_EXCEEDED: Final = (
+    "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+)
+WAITING_FOR_PODS_READY: Final = "WaitingForPodsReady"
+MSG_WAITING_FOR_PODS_READY: Final = "waiting for all admitted workloads to be in PodsReady condition"
+NOT_ADMITTED: Final = "NotAdmitted"

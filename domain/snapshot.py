@@ -22,6 +22,7 @@ from domain.lifecycle import equivalence_class
 from domain.objects import parse_object
 from domain.quota import fr_key
 from domain.state import Admission, WorkloadState
+from domain.timers import PodsReadyState, Timers
 from domain.workload import WorkloadSpec
 
 # 2: parked classes keep their filing by resource (QueueSnap.filed).
@@ -75,6 +76,19 @@ class LedgerSnap(msgspec.Struct, array_like=True):
     base_ticks: int
 
 
+class TimersSnap(msgspec.Struct, array_like=True):
+    """The time-driven rules' state (domain/timers.py): live deadlines as (deadline, kind, key),
+    accounts of execution time, PodsReady bookkeeping as (key, ready, requeue count, requeue
+    at), in their own order."""
+
+    live: list[tuple[int, str, str]]
+    executed: list[tuple[str, int]]
+    admitted_since: list[tuple[str, int]]
+    pods: list[tuple[str, bool, int, int | None]]
+    not_ready: list[str]
+    watch_execution: bool
+
+
 class Snapshot(msgspec.Struct):
     version: int
     objects: list[tuple[str, dict[str, Any]]]
@@ -93,6 +107,7 @@ class Snapshot(msgspec.Struct):
     # as (workload, namespace, LocalQueue, usage). Absent from snapshots made without it.
     afs: list[LedgerSnap] = []
     afs_counted: list[tuple[str, str, str, list[tuple[str, int]]]] = []
+    timers: TimersSnap | None = None
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -164,6 +179,7 @@ def dump(engine: Engine) -> bytes:
             for (ns, name), e in state.afs.entries.items()
         ],
         afs_counted=[(w, lq[0], lq[1], list(u.items())) for w, (lq, u) in state.afs.counted.items()],
+        timers=_timers_snap(state.timers),
     )
     return _encoder.encode(snap)
 
@@ -228,9 +244,36 @@ def load(data: bytes) -> Engine:
     state.seen_ids = set(snap.seen_ids)
     state.clock = snap.clock
     state.deferred = dict.fromkeys(snap.deferred)
+    if snap.timers is not None:
+        state.timers = _restore_timers(snap.timers)
     if scratch.decisions:
         raise SnapshotError("restoring the configuration produced decisions; snapshot is inconsistent")
     return engine
+
+
+def _timers_snap(t: Timers) -> TimersSnap | None:
+    if not t.live and not t.executed and not t.pods and not t.watch_execution:
+        return None
+    return TimersSnap(
+        [(deadline, kind, key) for (kind, key), deadline in t.live.items()],
+        list(t.executed.items()),
+        list(t.admitted_since.items()),
+        [(key, p.ready, p.requeue_count, p.requeue_at) for key, p in t.pods.items()],
+        list(t.not_ready),
+        t.watch_execution,
+    )
+
+
+def _restore_timers(snap: TimersSnap) -> Timers:
+    t = Timers()
+    for deadline, kind, key in snap.live:
+        t.set(kind, key, deadline)
+    t.executed = dict(snap.executed)
+    t.admitted_since = dict(snap.admitted_since)
+    t.pods = {key: PodsReadyState(ready, count, at) for key, ready, count, at in snap.pods}
+    t.not_ready = dict.fromkeys(snap.not_ready)
+    t.watch_execution = snap.watch_execution
+    return t
 
 
 def _restore_ledger(ledger: UsageLedger, snap: Snapshot) -> None:

@@ -29,6 +29,7 @@ from domain.objects import (
 )
 from domain.queues import OrderKey, PendingQueue, Status
 from domain.quota import FR, QuotaNode
+from domain.timers import Timers
 from domain.workload import WorkloadSpec
 
 LQKey = tuple[str, str]  # (namespace, name)
@@ -146,6 +147,8 @@ class State:
     admitted_roots: dict[int, None] = field(default_factory=dict)
     # Admission fair sharing: each LocalQueue's decayed usage (domain/admission_fair_sharing.py).
     afs: UsageLedger = field(default_factory=UsageLedger)
+    # Deadlines the log's time fires, and what the time-driven rules keep (domain/timers.py).
+    timers: Timers = field(default_factory=Timers)
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         labels = self.namespaces.get(namespace)

@@ -61,6 +61,8 @@ class WorkloadSpec(msgspec.Struct, frozen=True):
     # scheduling.k8s.io/priorityclass, or a priorityClassRef of that group); `priority_class`
     # is always a WorkloadPriorityClass.
     pod_priority_class: str | None = None
+    # spec.maximumExecutionTimeSeconds, or Kueue's job label for it (domain/execution_time.py).
+    max_exec_seconds: int | None = None
 
     @property
     def key(self) -> str:
@@ -120,12 +122,6 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
     bad_labels = labels_message(labels.items())
     if bad_labels is not None:
         raise meta.fail("labels", bad_labels)
-    if MAX_EXEC_TIME_LABEL in labels:
-        raise InvalidInput(
-            reasons.NOT_SUPPORTED,
-            f"{meta.path}.labels.{MAX_EXEC_TIME_LABEL}: Unsupported: maximum execution time is not supported "
-            "(it needs time, which quotaflow does not model yet)",
-        )
     annotations = meta.data.get("annotations")
     if isinstance(annotations, Mapping):
         too_long = annotations_message(
@@ -148,6 +144,7 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
     if queue_name:
         checked(spec, "queueName", queue_name, subdomain_problem(queue_name))
     pod_sets = _pod_sets(spec)
+    max_exec = _max_exec_seconds(spec, meta, labels)
     return WorkloadSpec(
         namespace=namespace,
         name=name,
@@ -161,7 +158,37 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
         uid=meta.opt_str("uid"),
         resources_error=resources_error(pod_sets),
         pod_priority_class=pod_pcn,
+        max_exec_seconds=max_exec,
     )
+
+
+def _max_exec_seconds(spec: Fields, meta: Fields, labels: Mapping[str, str]) -> int | None:
+    """`spec.maximumExecutionTimeSeconds` (Kueue's CRD: at least 1), else Kueue's job label for
+    it, which Kueue's job framework copies into the Workload it creates (jobframework
+    `MaximumExecutionTimeSeconds`) after its webhook checked it (`validateCreateForMaxExecTime`:
+    an integer, greater than 0)."""
+    seconds = spec.opt_int("maximumExecutionTimeSeconds")
+    if seconds is not None:
+        if not 1 <= seconds < 2**31:
+            raise spec.fail(
+                "maximumExecutionTimeSeconds",
+                f"Invalid value: {seconds}: {spec.path}.maximumExecutionTimeSeconds in body should be greater "
+                "than or equal to 1" if seconds < 1 else f"Invalid value: {seconds}: must be a 32-bit integer",
+            )
+        return seconds
+    text = labels.get(MAX_EXEC_TIME_LABEL)
+    if text is None:
+        return None
+    where = f"labels.{MAX_EXEC_TIME_LABEL}"
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise meta.fail(where, f'Invalid value: "{text}": strconv.Atoi: parsing "{text}": invalid syntax') from None
+    if value <= 0:
+        raise meta.fail(where, f"Invalid value: {value}: should be greater than 0")
+    if value >= 2**31:
+        raise meta.fail(where, f"Invalid value: {value}: must be a 32-bit integer")
+    return value
 
 
 def _priority_class(spec: Fields) -> tuple[str | None, str | None]:

@@ -172,7 +172,7 @@ def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | No
     spec_kept = WorkloadSpec(
         spec.namespace, spec.name, spec.queue_name, spec.priority, spec.priority_class,
         spec.active, spec.labels, old.creation_time if spec.creation_time is None else spec.creation_time,
-        old.pod_sets, pod_priority_class=spec.pod_priority_class,
+        old.pod_sets, pod_priority_class=spec.pod_priority_class, max_exec_seconds=spec.max_exec_seconds,
     )
     was_pending = ws.admission is None and old.active
     if was_pending:
@@ -254,7 +254,9 @@ def rejected_workload(raw: Mapping[str, Any]) -> str | None:
     if etype in ("WorkloadSubmitted", "WorkloadUpdated"):
         inner = raw.get("workload")
         ref = workload_ref(inner) if isinstance(inner, Mapping) else None
-    elif etype in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged"):
+    elif etype in (
+        "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged", "WorkloadPodsReady",
+    ):
         name = raw.get("name")
         ns = raw.get("namespace")
         if isinstance(name, str) and name:

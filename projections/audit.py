@@ -108,7 +108,7 @@ async def audit(
                 events += 1
                 if progress is not None:
                     progress(events, upto + 1)
-                replayed = engine.apply(record.value if record.value is not None else b"", record.offset)
+                replayed = engine.apply(record.value if record.value is not None else b"", record.offset, record.log_time)
                 for index, decision in enumerate(replayed):
                     mine = encode(decision)
                     theirs = await next_recorded()

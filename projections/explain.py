@@ -59,7 +59,7 @@ async def engine_at(log: EventLog, topics: Topics, offset: int) -> tuple[Engine,
                 for r in records:
                     if r.offset > offset:
                         break
-                    engine.apply(r.value if r.value is not None else b"", r.offset)
+                    engine.apply(r.value if r.value is not None else b"", r.offset, r.log_time)
     return engine, source
 
 

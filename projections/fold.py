@@ -78,7 +78,10 @@ _json = msgspec.json.Decoder()
 
 _FAST_EVENTS = frozenset(("WorkloadSubmitted", "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))
 # Events whose whole effect on the views shows in their decisions.
-_DECIDED_BY_DECISIONS = frozenset(("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))
+# What these change shows in their decisions (Tick and WorkloadPodsReady: evictions by timers).
+_DECIDED_BY_DECISIONS = frozenset(
+    ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "WorkloadPodsReady", "Tick")
+)
 _CONFIG_EVENTS = frozenset(("ConfigApplied", "ConfigDeleted"))
 
 
@@ -229,9 +232,10 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         """The envelope's time, as the engine reads it; False: a producer's retry."""
         if isinstance(event_id, str) and event_id in self.seen_ids:
             return False
-        if time is not None:
+        if time is not None or (top_level and record_time > 0):
             try:
-                self._event_time = parse_time(time)
+                # Its own time, else the record's log time when the log keeps one (domain/clock.py).
+                self._event_time = parse_time(time) if time is not None else record_time
             except TimestampError:
                 self._anomaly(f"input offset {self.position}: applied by the engine, its time unreadable")
                 self._event_time = None

@@ -57,9 +57,10 @@ class WorkloadFollower:
         if event_id is not None and event_id in self.seen_ids:
             return  # a producer's retry
         time = env.time
-        if time is not None:
+        if time is not None or record_time > 0:
             try:
-                t = self._event_time = parse_time(time)
+                # Its own time, else the record's log time when the log keeps one (domain/clock.py).
+                t = self._event_time = parse_time(time) if time is not None else record_time
             except TimestampError:
                 self._anomaly(f"input offset {self.position}: accepted by the engine, its time unreadable")
                 return

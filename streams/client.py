@@ -208,6 +208,16 @@ class Client:
         """`WorkloadReleased`: an evicted or preempted workload's pods are gone."""
         return await self.publish(_envelope({"type": "WorkloadReleased", "namespace": namespace, "name": name}, id, time))
 
+    async def pods_ready(
+        self, namespace: str, name: str, *, ready: bool = True, id: str | None = None, time: str | None = None
+    ) -> int:
+        """`WorkloadPodsReady`: an admitted workload's pods are ready (waitForPodsReady waits for
+        it); `ready=False`: a pod was lost and they are not ready any more."""
+        event: dict[str, Any] = {"type": "WorkloadPodsReady", "namespace": namespace, "name": name}
+        if not ready:
+            event["ready"] = False
+        return await self.publish(_envelope(event, id, time))
+
     async def admission_check(
         self,
         namespace: str,

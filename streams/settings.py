@@ -46,6 +46,12 @@ ENV_LOG_LEVEL = "QUOTAFLOW_LOG_LEVEL"
 ENV_AGENT_NAME = "QUOTAFLOW_AGENT_NAME"
 ENV_MAX_BATCH = "QUOTAFLOW_MAX_BATCH"
 ENV_STEP_BYTES = "QUOTAFLOW_STEP_BYTES"
+# Ticks (domain/clock.py): the agent appends a `Tick` to the input log when no record has moved
+# the log's time for this long, so that timers (PodsReady timeouts, maximum execution times,
+# requeuing backoffs) fire within about this much of their deadline on an idle log. On by
+# default, as those timers are (Kueue's v1beta2 Configuration turns waitForPodsReady on); 0: off.
+DEFAULT_TICK_INTERVAL_S = 10.0
+ENV_TICK_INTERVAL = "QUOTAFLOW_TICK_INTERVAL"
 # The engine in a child process of the agent, pipelined with the shell (streams/agent/engine_host.py).
 ENV_ENGINE_PROCESS = "QUOTAFLOW_ENGINE_PROCESS"
 # Test-only: turns "no Kafka broker available" from a skip into a failure.

@@ -79,9 +79,10 @@ class Child:
         apply = self.engine.apply
         verify = None
         offset = -1
+        times = request.times or [None] * len(request.offsets)
         try:
-            for offset, value in zip(request.offsets, request.values, strict=True):
-                decisions = apply(value or b"", offset)
+            for offset, value, time in zip(request.offsets, request.values, times, strict=True):
+                decisions = apply(value or b"", offset, time)
                 if offset == request.verify_at:
                     verify = [encode(d) for d in decisions]
         except Exception as exc:
@@ -97,10 +98,11 @@ class Child:
         seconds: list[float] = []
         clock = time.perf_counter
         offset = -1
+        times = request.times or [None] * len(request.offsets)
         try:
-            for offset, value in zip(request.offsets, request.values, strict=True):
+            for offset, value, log_time in zip(request.offsets, request.values, times, strict=True):
                 began = clock()
-                decisions = apply(value or b"", offset)
+                decisions = apply(value or b"", offset, log_time)
                 seconds.append(clock() - began)
                 counts.append(len(decisions))
                 for decision in decisions:

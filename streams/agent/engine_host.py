@@ -125,7 +125,7 @@ class LocalEngine(EngineHost):
                 await asyncio.sleep(0)  # let the previous batch's commit make progress
             offset = record.offset
             try:
-                decisions = apply(record.value or b"", offset)
+                decisions = apply(record.value or b"", offset, record.log_time)
             except Exception as exc:
                 raise EngineFailure(f"engine raised on input offset {offset}: {exc!r}") from exc
             if offset == verify_at:
@@ -146,7 +146,7 @@ class LocalEngine(EngineHost):
             offset = record.offset
             try:
                 began = clock()
-                decisions = apply(record.value or b"", offset)
+                decisions = apply(record.value or b"", offset, record.log_time)
                 seconds = clock() - began
             except Exception as exc:
                 raise EngineFailure(f"engine raised on input offset {offset}: {exc!r}") from exc
@@ -257,11 +257,11 @@ class ChildEngine(EngineHost):
             raise self._failed(reply)
 
     def fold(self, records: Sequence[Record], verify_at: int) -> Awaitable[list[bytes] | None]:
-        return self._folded(self._send(wire.Fold([r.offset for r in records], [r.value for r in records], verify_at)))
+        return self._folded(self._send(wire.Fold([r.offset for r in records], [r.value for r in records], verify_at, [r.log_time for r in records])))
 
     def apply(self, records: Sequence[Record], *, snapshot: bool, time: bytes) -> Awaitable[Batch]:
         offsets = [r.offset for r in records]
-        waiter = self._send(wire.Apply(offsets, [r.value for r in records], snapshot))
+        waiter = self._send(wire.Apply(offsets, [r.value for r in records], snapshot, [r.log_time for r in records]))
         # A task, not a bare coroutine: the messages are built as soon as the reply is in, and
         # the agent can tell a batch that is ready (done()) from one still folding.
         return asyncio.ensure_future(self._applied(waiter, offsets, time))

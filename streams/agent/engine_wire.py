@@ -31,6 +31,7 @@ class Fold(msgspec.Struct, tag="fold", array_like=True, gc=False):
     offsets: list[int]
     values: list[bytes | None]
     verify_at: int
+    times: list[int | None] = []  # each record's log time (Record.log_time)
 
 
 class Apply(msgspec.Struct, tag="apply", array_like=True, gc=False):
@@ -39,6 +40,7 @@ class Apply(msgspec.Struct, tag="apply", array_like=True, gc=False):
     offsets: list[int]
     values: list[bytes | None]
     snapshot: bool
+    times: list[int | None] = []  # each record's log time (Record.log_time)
 
 
 Request = Restore | Fold | Apply

@@ -88,13 +88,14 @@ from streams.agent.engine_host import (
     Shell,
 )
 from streams.log import EventLog, Fenced, LogError, LogUnavailable, Record, Topics
-from streams.log.envelope import agent_source, ce_type, now_rfc3339
+from streams.log.envelope import agent_source, ce_type, event_message, now_rfc3339
 from streams.log.snapshots import SnapshotUnusable, chunk_messages, read_latest
 from streams.settings import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SNAPSHOT_EVERY,
     DEFAULT_SNAPSHOT_INTERVAL_S,
     DEFAULT_STEP_BYTES,
+    DEFAULT_TICK_INTERVAL_S,
     default_engine_process,
 )
 
@@ -134,6 +135,8 @@ class AgentConfig:
     # the next, instead of every record of the read waiting for the last one.
     step_bytes: int = DEFAULT_STEP_BYTES
     poll_timeout: float = 0.2
+    # Append a Tick to the input log after this many seconds without a record (0: never).
+    tick_interval: float = DEFAULT_TICK_INTERVAL_S
     standby: bool = True
     retry_backoff: float = 0.5
     max_retry_backoff: float = 10.0
@@ -505,6 +508,7 @@ class Agent:
         since_snapshot = processed - (last_snap if last_snap is not None else -1)
         last_snapshot_time = time.monotonic()
         folded = processed  # the last input offset handed to the engine
+        last_record = time.monotonic()  # when a record last moved the log's time
         try:
             while not self.stopping:
                 if not writer.active:
@@ -515,6 +519,11 @@ class Agent:
                 if not done:
                     break
                 records: list[Record] = got or []
+                if records:
+                    last_record = time.monotonic()
+                elif not replaying and cfg.tick_interval > 0 and time.monotonic() - last_record >= cfg.tick_interval:
+                    await self._tick()
+                    last_record = time.monotonic()
                 handed: list[_Step] = []
                 live = records
                 if replaying:
@@ -571,6 +580,14 @@ class Agent:
         except BaseException as exc:
             steps.put_nowait(exc)
             raise
+
+    async def _tick(self) -> None:
+        """Append a Tick: the log's time moves on an idle log, and the timers it reaches fire
+        (domain/clock.py). It carries no `time`: its time is the log's (the broker's append
+        time on Kafka), not this machine's clock."""
+        tick = event_message({"type": "Tick"}, source=self._source)
+        await self.log.append(self.topics.input, [tick])
+        self._log.debug("tick appended")
 
     async def _commit(self, writer: Any, batch: Batch, step: _Step, log: Any) -> None:
         out = batch.out

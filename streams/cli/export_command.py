@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
                                 if r.offset > position:
                                     # offsets with no record: a transaction's commit marker (the sequencer's)
                                     out.write(gap_line(r.offset - position) + b"\n")
-                                out.write(export_line(r.value) + b"\n")
+                                out.write(export_line(r.value, r.log_time) + b"\n")
                                 position = r.offset + 1
                                 written += 1
                             progress.advance(len(records))

@@ -282,6 +282,11 @@ def register(app: typer.Typer) -> None:
             help="hand the engine a read's input in steps of about this many bytes: a large record's "
             "decisions are committed while the engine folds the next",
         ),
+        tick_interval: float = typer.Option(
+            defaults.DEFAULT_TICK_INTERVAL_S, "--tick-interval", envvar=defaults.ENV_TICK_INTERVAL, min=0.0,
+            help="append a Tick to the input log after this many seconds without a record, so that "
+            "timers (PodsReady timeouts, maximum execution times) fire on an idle log; 0: never",
+        ),
         engine_process: bool | None = typer.Option(
             None,
             "--engine-process/--no-engine-process",
@@ -320,6 +325,7 @@ def register(app: typer.Typer) -> None:
             standby=standby,
             max_batch=max_batch,
             step_bytes=step_bytes,
+            tick_interval=tick_interval,
             engine_process=defaults.default_engine_process() if engine_process is None else engine_process,
         )
         from streams.http_guard import GuardError, HttpGuard

@@ -69,8 +69,8 @@ def replay(
     write = sys.stdout.buffer.write
     try:
         with Progress("replay", unit="events", enabled=watched(sys.stderr, output=sys.stdout)) as progress:
-            for offset, event in positioned_events(events_file):
-                for decision in engine.apply(event, offset):
+            for offset, event, log_time in positioned_events(events_file):
+                for decision in engine.apply(event, offset, log_time):
                     write(encode(decision))
                     write(b"\n")
                 progress.advance()

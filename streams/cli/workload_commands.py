@@ -1,9 +1,11 @@
 """`quotaflow` commands that report what happened to a workload outside the engine: its evicted
-pods are gone (`release`), an admission check controller's verdict (`check`)."""
+pods are gone (`release`), its pods are ready or lost (`ready`), an admission check
+controller's verdict (`check`)."""
 
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 import typer
 
@@ -33,6 +35,25 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Report that an evicted or preempted workload's pods are gone (WorkloadReleased)."""
         publish_by_name("release", "WorkloadReleased", "released", workload, namespace, broker, wait=wait, timeout=timeout)
+
+    @app.command()
+    def ready(
+        workload: str = typer.Argument(..., metavar="NS/NAME", help=WORKLOAD_REF_HELP),
+        lost: bool = typer.Option(False, "--lost", help="a pod was lost: its pods are not ready any more"),
+        namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
+        broker: str = broker_option(),
+        wait: bool | None = wait_option(),
+        timeout: float = timeout_option(),
+    ) -> None:
+        """Report that an admitted workload's pods are ready, or with --lost no longer (WorkloadPodsReady)."""
+        ns, name = workload_ref("ready", workload, namespace, broker)
+        event: dict[str, Any] = {"type": "WorkloadPodsReady", "namespace": ns, "name": name}
+        if lost:
+            event["ready"] = False
+        publish(
+            "ready", broker, [event], lambda e: f"workload/{ns}/{name} pods {'lost' if lost else 'ready'}",
+            wait=wait, timeout=timeout,
+        )
 
     @app.command()
     def check(

@@ -53,6 +53,12 @@ def finish_id(workload: str, admission: str) -> str:
     return f"{ID_PREFIX}/finish/{workload}/{admission}"
 
 
+def pods_ready_id(workload: str, admission: str) -> str:
+    """The `WorkloadPodsReady` event id for one admission: resent after a restart, it is a
+    producer's retry."""
+    return f"{ID_PREFIX}/pods-ready/{workload}/{admission}"
+
+
 class LaunchFold(Projection):
     """The projection, and after each input event the launcher's reaction to its decisions."""
 

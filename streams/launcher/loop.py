@@ -44,7 +44,7 @@ import structlog
 from projections.follower import Follower, fetch_records
 from streams.client import Client
 from streams.launcher import processes
-from streams.launcher.decisions import LaunchFold, finish_id
+from streams.launcher.decisions import LaunchFold, finish_id, pods_ready_id
 from streams.launcher.pods import Assignment, Unrunnable, pods_of
 from streams.launcher.state import FINISHING, RUNNING, STOPPING, LauncherState, Pod, Run
 from streams.log import EventLog, Topics
@@ -106,6 +106,7 @@ class Launcher:
         self.children: dict[int, processes.Spawned] = {}
         self._wake = asyncio.Event()
         self._terminated: set[int] = set()  # runs whose pods got SIGTERM from this process
+        self._ready_reported: set[int] = set()  # runs whose WorkloadPodsReady this process published
 
     # -- running ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -197,6 +198,16 @@ class Launcher:
             if started:
                 self._emit("started", workload=run.workload, admission=run.admission, pods=started)
                 recorded = {p.pod: p for p in self.state.pods(run.id)}
+        if run.id not in self._ready_reported and all(p["pod"] in recorded for p in pods):
+            # Every pod was started: a local process is ready once it runs, and waitForPodsReady
+            # (domain/pods_ready.py) waits for this report. Its id makes a resend after a
+            # restart a producer's retry.
+            ns, name = _split(run.workload)
+            ready = {"type": "WorkloadPodsReady", "namespace": ns, "name": name,
+                     "id": pods_ready_id(run.workload, run.admission)}
+            if await self._publish(ready):
+                self._ready_reported.add(run.id)
+                self._emit("ready", workload=run.workload, admission=run.admission)
         outcomes: dict[str, dict[str, Any]] = {}
         for pod in recorded.values():
             outcome = pod.outcome if pod.outcome is not None else self._outcome(pod)

@@ -9,9 +9,11 @@ its own line where it can be (non-empty, not only whitespace, no line break), an
 line `{"quotaflow.record":"<base64 of its bytes>"}` (a null record: `{"quotaflow.record":null}`),
 which the reader turns back into the record's bytes. Offsets that hold no record (a Kafka
 transaction's commit marker, when the sequencer writes the input log) are a line
-`{"quotaflow.gap":N}` for N of them, which `positioned_events` skips over. So `quotaflow replay`
-of an export folds the same bytes at the same offsets as the agent did, and audits of exported
-logs are exact.
+`{"quotaflow.gap":N}` for N of them, which `positioned_events` skips over. A record the engine
+reads its log time for (one without a readable `time` of its own: domain/clock.py) is preceded by
+a line `{"quotaflow.logTime":"<RFC 3339>"}`, which is no event: it gives the next record its time
+in the log. So `quotaflow replay` of an export folds the same bytes at the same offsets and times
+as the agent did, and audits of exported logs are exact.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from domain.clock import own_time
 from domain.engine import Unparseable
+from domain.timestamps import TimestampError, format_time, parse_time
 
 _DOC_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$")
 
@@ -62,23 +66,29 @@ Event = bytes | dict[str, Any] | Unparseable
 
 def read_events(path: str | Path) -> Iterator[Event]:
     """The file's events, in order (an export's gaps left out)."""
-    for item in _items(path):
-        if not isinstance(item, Gap):
-            yield item
+    for _, event, _ in positioned_events(path):
+        yield event
 
 
-def positioned_events(path: str | Path) -> Iterator[tuple[int, Event]]:
-    """The file's events at their offsets: their position, counting an export's gaps."""
+def read_timed_events(path: str | Path) -> Iterator[tuple[Event, int | None]]:
+    """Each event with its log time (µs) where an export recorded one, else None."""
+    for _, event, log_time in positioned_events(path):
+        yield event, log_time
+
+
+def positioned_events(path: str | Path) -> Iterator[tuple[int, Event, int | None]]:
+    """The file's events at their offsets (their position, counting an export's gaps), each with
+    its log time where an export recorded one."""
     offset = 0
-    for item in _items(path):
+    for item, log_time in _items(path):
         if isinstance(item, Gap):
             offset += item.count
         else:
-            yield offset, item
+            yield offset, item, log_time
             offset += 1
 
 
-def _items(path: str | Path) -> Iterator[Event | Gap]:
+def _items(path: str | Path) -> Iterator[tuple[Event | Gap, int | None]]:
     p = Path(path)
     try:
         text = p.read_bytes()
@@ -89,9 +99,10 @@ def _items(path: str | Path) -> Iterator[Event | Gap]:
             decoded = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise EventFileError(f"{p} is not UTF-8: {exc}") from None
-        yield from yaml_events(decoded)
+        for event in yaml_events(decoded):
+            yield event, None
     else:
-        yield from jsonl_events(text)
+        yield from jsonl_timed_events(text)
 
 
 _RECORD = b'{"quotaflow.record":'
@@ -103,23 +114,55 @@ def gap_line(count: int) -> bytes:
     return _GAP + str(count).encode() + b"}"
 
 
-def export_line(value: bytes | None) -> bytes:
-    """One input log record as a line of an events file (without its line break)."""
+_LOG_TIME = b'{"quotaflow.logTime":'
+
+
+def export_line(value: bytes | None, log_time: int | None = None) -> bytes:
+    """One input log record as a line of an events file (without its line break), preceded by
+    its log time's line where the engine reads that time (`log_time`, µs)."""
     if value is None:
-        return _RECORD + b"null}"
-    if not value.strip() or b"\n" in value or b"\r" in value or value.startswith((_RECORD, _GAP)):
-        return _RECORD + b'"' + base64.b64encode(value) + b'"}'
-    return value
+        line = _RECORD + b"null}"
+    elif not value.strip() or b"\n" in value or b"\r" in value or value.startswith((_RECORD, _GAP, _LOG_TIME)):
+        line = _RECORD + b'"' + base64.b64encode(value) + b'"}'
+    else:
+        line = value
+    if log_time is not None and own_time(value or b"") is None:
+        return _LOG_TIME + b'"' + format_time(log_time).encode() + b'"}\n' + line
+    return line
 
 
 def jsonl_events(data: bytes) -> Iterator[bytes | Gap]:
+    for event, _ in jsonl_timed_events(data):
+        yield event
+
+
+def jsonl_timed_events(data: bytes) -> Iterator[tuple[bytes | Gap, int | None]]:
+    log_time: int | None = None
     for line in data.splitlines():
+        if line.startswith(_LOG_TIME):
+            log_time = _log_time(line)
+            if log_time is not None:
+                continue
+            # not a line export wrote: a record of its own (rejected)
         if line.startswith(_RECORD):
-            yield _record_bytes(line)
+            yield _record_bytes(line), log_time
         elif line.startswith(_GAP):
-            yield _gap(line)
+            yield _gap(line), log_time
         elif line.strip():
-            yield line
+            yield line, log_time
+        else:
+            continue
+        log_time = None
+
+
+def _log_time(line: bytes) -> int | None:
+    body = line[len(_LOG_TIME) : -1] if line.endswith(b"}") else b""
+    if len(body) >= 2 and body[:1] == body[-1:] == b'"':
+        try:
+            return parse_time(body[1:-1].decode())
+        except (TimestampError, UnicodeDecodeError):
+            pass
+    return None
 
 
 def _gap(line: bytes) -> bytes | Gap:

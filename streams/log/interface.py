@@ -73,6 +73,12 @@ class Record(msgspec.Struct, frozen=True, gc=False):
     headers: Headers = ()
     timestamp_ms: int = 0
 
+    @property
+    def log_time(self) -> int | None:
+        """The record's time in the log, in µs, as the engine reads it (domain/clock.py): the
+        broker's append time on Kafka, the SQLite log's stamp; None when the log gave none."""
+        return self.timestamp_ms * 1000 if self.timestamp_ms > 0 else None
+
     def header(self, name: str) -> bytes | None:
         for k, v in self.headers:
             if k == name:
@@ -84,6 +90,9 @@ class Record(msgspec.Struct, frozen=True, gc=False):
 class TopicSpec:
     name: str
     compacted: bool = False
+    # Records stamped with the broker's append time (Kafka `message.timestamp.type=
+    # LogAppendTime`): the input log's time, which no producer can set (domain/clock.py).
+    log_append_time: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,11 @@ class Topics:
         return cls(settings.input_topic, settings.decisions_topic, settings.snapshots_topic)
 
     def specs(self) -> list[TopicSpec]:
-        return [TopicSpec(self.input), TopicSpec(self.decisions), TopicSpec(self.snapshots, compacted=True)]
+        return [
+            TopicSpec(self.input, log_append_time=True),
+            TopicSpec(self.decisions),
+            TopicSpec(self.snapshots, compacted=True),
+        ]
 
 
 class LogError(RuntimeError):

@@ -91,6 +91,7 @@ MAX_REQUEST_SIZE = 4 * 1024 * 1024
 MAX_BATCH_SIZE = 900 * 1024
 UNLIMITED = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
+LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 OP_TIMEOUT_S = 30.0
 # How long a plain append keeps trying through a broker outage before it gives up with
 # LogUnavailable (env QUOTAFLOW_KAFKA_APPEND_TIMEOUT_S), and its backoff between attempts.
@@ -182,7 +183,8 @@ class KafkaLog(EventLog):
                         s.name,
                         num_partitions=1,
                         replication_factor=replication,
-                        topic_configs=COMPACTED if s.compacted else UNLIMITED,
+                        topic_configs=(COMPACTED if s.compacted else UNLIMITED)
+                        | (LOG_APPEND_TIME if s.log_append_time else {}),
                     )
                     for s in missing
                 ]

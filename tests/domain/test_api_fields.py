@@ -82,13 +82,13 @@ def test_workload_priority_fields_belong_to_their_version() -> None:
     assert strict_problems({"spec": {"priorityClassRef": {"name": "a", "grp": 1}}}, v2)[0] == ["spec.priorityClassRef.grp"]
 
 
-def test_refused_fields_name_the_field_and_allow_what_leaves_them_off() -> None:
-    config = schema_for("Configuration", "v1beta1")
-    assert strict_problems({"waitForPodsReady": {"enable": False}}, config) == ([], [])
-    _, refused = strict_problems({"waitForPodsReady": {"enable": True}}, config)
-    assert [path for path, _ in refused] == ["waitForPodsReady"]
-    _, refused = strict_problems({"waitForPodsReady": {"enable": False}}, schema_for("Configuration", "v1beta2"))
-    assert [path for path, _ in refused] == ["waitForPodsReady"]  # v1beta2 has no enable: on by presence
+def test_refused_fields_name_the_field() -> None:
+    wait = {"timeout": "5m", "blockAdmission": True, "recoveryTimeout": "1m", "requeuingStrategy": {
+        "timestamp": "Creation", "backoffLimitCount": 3, "backoffBaseSeconds": 10, "backoffMaxSeconds": 60}}
+    v1, v2 = schema_for("Configuration", "v1beta1"), schema_for("Configuration", "v1beta2")
+    assert strict_problems({"waitForPodsReady": {**wait, "enable": True}}, v1) == ([], [])
+    assert strict_problems({"waitForPodsReady": wait}, v2) == ([], [])
+    assert strict_problems({"waitForPodsReady": {"enable": False}}, v2)[0] == ["waitForPodsReady.enable"]
     error = rejected(cluster_queue(concurrentAdmissionPolicy={}))
     assert error.reason == reasons.NOT_SUPPORTED
     assert error.message.startswith('ClusterQueue "cq": spec.concurrentAdmissionPolicy: Unsupported:')

@@ -13,6 +13,7 @@ from domain.engine import Engine
 
 ADMIN = "admin"
 TEAM_A = "tenant:team-a"
+TEAM_B = "tenant:team-b"
 
 
 def flavor() -> dict[str, Any]:
@@ -253,3 +254,28 @@ def test_sourced_events_decide_as_the_replay_does() -> None:
         return [encode(d) for i, r in enumerate(records) for d in engine.apply(r, i)]
 
     assert run() == run()
+
+
+def test_a_tenants_own_time_is_not_the_logs() -> None:
+    """A tenant asserting a time far ahead would fire every workload's timers (here: another
+    team's maximum execution time) and move the clock; its event has its record's log time."""
+    log = Log()
+    log.setup("team-a", "team-b", cpu=4)
+    t0 = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z, µs
+    limited = workload("limited", "team-b")
+    limited["spec"]["maximumExecutionTimeSeconds"] = 600
+    admitted = log.engine.apply(event("WorkloadSubmitted", TEAM_B, workload=limited), log.offset, t0)
+    log.offset += 1
+    assert [type(d) for d in admitted] == [Admitted]
+    far_ahead = event("WorkloadSubmitted", TEAM_A, workload=workload("early", "team-a"), time="2026-01-02T00:00:00Z")
+    decided = log.engine.apply(far_ahead, log.offset, t0 + 1_000_000)
+    log.offset += 1
+    assert [(type(d).__name__, d.workload) for d in decided] == [("Admitted", "team-a/early")]
+    assert log.engine.state.clock == t0 + 1_000_000
+    # The admin's time is trusted (it may change anything anyway): the timer fires.
+    fired = log.engine.apply(event("Tick", ADMIN, time="2026-01-01T00:10:00Z"), log.offset)
+    assert [(type(d).__name__, d.workload) for d in fired][0] == ("Evicted", "team-b/limited")
+    # A malformed time is still refused, not ignored.
+    bad = only_rejection(log.engine.apply(
+        event("WorkloadSubmitted", TEAM_A, workload=workload("bad-time", "team-a"), time="yesterday"), log.offset + 1, t0))
+    assert "time" in bad.message

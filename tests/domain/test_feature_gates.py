@@ -39,7 +39,7 @@ def test_the_gate_is_off_unless_set() -> None:
     [
         ({"PrioritySortingWithinCohort": False},
          'Configuration: object.featureGates.PrioritySortingWithinCohort: unrecognized feature gate '
-         '"PrioritySortingWithinCohort"; quotaflow implements: AdmissionFairSharing, '
+         '"PrioritySortingWithinCohort"; quotaflow implements: AdmissionFairSharing, DisableWaitForPodsReady, '
          'PrioritizePreemptorWorkloads, WorkloadPriorityClassDefaulting'),
         ({"PrioritizePreemptorWorkloads": "true"},
          "Configuration: object.featureGates.PrioritizePreemptorWorkloads: expected a boolean, got string"),

@@ -340,7 +340,8 @@ def fold_lockstep(events: list[bytes], check_every: int = 1) -> tuple[Projection
     doff = 0
     for i, raw in enumerate(events):
         recs = []
-        for d in engine.apply(raw, i):
+        # Both read the record's time in the log, as the agent's engine and a follower do.
+        for d in engine.apply(raw, i, (T0 + i) * 1_000_000):
             value = encode(d)
             recs.append(decode_decision(doff, value))
             doff += 1

@@ -14,9 +14,10 @@ import aiohttp
 import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from projection_harness import Generator, check_against_engine, decide
+from projection_harness import Generator, check_against_engine
 from test_projection_fold import scenario_borrowing, scenario_positions
 
+from domain.decisions import encode
 from domain.engine import Engine
 from domain.snapshot import dump
 from projections.audit import audit
@@ -111,10 +112,11 @@ async def live_equals_rebuild(log: EventLog, topics: Topics, events: list[bytes]
     assert a.keys() == b.keys()
     for key in a:
         assert a[key] == b[key], f"live and rebuilt projections differ in {key}"
-    # ... and both equal the engine's own state after the whole log
+    # ... and both equal the engine's own state after the whole log (its records' times
+    # included: an event without a time of its own has its log time, domain/clock.py)
     engine = Engine()
-    for offset, raw in enumerate([*events, SENTINEL]):
-        engine.apply(raw, offset)
+    for r in await log.read_all(topics.input):
+        engine.apply(r.value or b"", r.offset, r.log_time)
     check_against_engine(rebuilt, engine, last)
     return rebuilt
 
@@ -132,29 +134,42 @@ async def test_live_projection_equals_rebuild_kafka(kafka_log: KafkaLog, kafka_t
     await live_equals_rebuild(kafka_log, kafka_topics, list(Generator(12).events(1500)), seed=12)
 
 
-async def write_agent_like(log: EventLog, topics: Topics, events: list[bytes], decisions: list[list[bytes]]) -> None:
+async def write_agent_like(
+    log: EventLog,
+    topics: Topics,
+    events: list[bytes],
+    alter: Callable[[list[list[bytes]]], list[list[bytes]]] | None = None,
+) -> list[list[bytes]]:
     """An input log, and a decision log written exactly as the agent writes it (one
-    transaction per event here), possibly altered by the caller."""
+    transaction per event here; the engine reads each record's log time, as the agent's does),
+    possibly altered by the caller. Returns the decisions as the agent decided them."""
     await log.start()
     await log.ensure_topics(topics.specs(), single_partition=[topics.input, topics.decisions])
     await log.append(topics.input, messages(events))
+    engine = Engine()
+    decided = [
+        [encode(d) for d in engine.apply(r.value or b"", r.offset, r.log_time)]
+        for r in await log.read_all(topics.input)
+    ]
+    decisions = alter(decided) if alter is not None else decided
     async with log.writer("tests") as writer:
         await writer.acquire()
         for values in decisions:
             if values:
                 await writer.commit([(topics.decisions, Message(v)) for v in values])
+    return decided
 
 
 async def test_time_travel_equals_folding_a_prefix(sqlite_log: tuple[EventLog, Topics]) -> None:
     log, topics = sqlite_log
     events = list(Generator(5).events(600))
     try:
-        await write_agent_like(log, topics, events, decide(events))
+        await write_agent_like(log, topics, events)
         for as_of in (0, 17, 250, 599):
             past, _ = await rebuild(log, topics, as_of=as_of)
             engine = Engine()
-            for offset, raw in enumerate(events[: as_of + 1]):
-                engine.apply(raw, offset)
+            for r in (await log.read_all(topics.input))[: as_of + 1]:
+                engine.apply(r.value or b"", r.offset, r.log_time)
             assert past.position == as_of
             check_against_engine(past, engine, as_of)
     finally:
@@ -172,13 +187,14 @@ def tamper(value: bytes) -> bytes:
 
 async def test_audit_verifies_and_catches_a_tampered_decision(tmp_path: Path) -> None:
     events = list(Generator(7).events(800))
-    decisions = decide(events)
     topics = Topics("quotaflow.events", "quotaflow.decisions", "quotaflow.snapshots")
-    total = sum(map(len, decisions))
 
     honest = SqliteLog(tmp_path / "honest.db")
     try:
-        await write_agent_like(honest, topics, events, decisions)
+        # Every log stamps one append with one time, later than the events' own: the same
+        # decisions in every log below.
+        decisions = await write_agent_like(honest, topics, events)
+        total = sum(map(len, decisions))
         result = await audit(honest, topics)
         assert result.ok, result.describe()
         assert result.verified == total and result.describe().startswith(f"{total} decisions verified")
@@ -193,7 +209,7 @@ async def test_audit_verifies_and_catches_a_tampered_decision(tmp_path: Path) ->
     changed[offset][index] = tamper(original)
     forged = SqliteLog(tmp_path / "tampered.db")
     try:
-        await write_agent_like(forged, topics, events, changed)
+        assert await write_agent_like(forged, topics, events, lambda _: changed) == decisions
         result = await audit(forged, topics)
         assert not result.ok
         d = result.divergence
@@ -210,7 +226,7 @@ async def test_audit_verifies_and_catches_a_tampered_decision(tmp_path: Path) ->
         altered[offset] = alter(altered[offset])
         log = SqliteLog(tmp_path / f"{name}.db")
         try:
-            await write_agent_like(log, topics, events, altered)
+            await write_agent_like(log, topics, events, lambda _, altered=altered: altered)
             result = await audit(log, topics)
             assert not result.ok and result.divergence is not None, name
             assert result.divergence.input_offset == offset, (name, result.describe())
@@ -222,7 +238,7 @@ async def test_explain_a_pending_workload(sqlite_log: tuple[EventLog, Topics]) -
     log, topics = sqlite_log
     events = scenario_borrowing()
     try:
-        await write_agent_like(log, topics, events, decide(events))
+        await write_agent_like(log, topics, events)
         result = await explain(log, topics, "team-a/a3")
         assert result["state"]["phase"] == "Pending"
         assert result["state"]["positionInClusterQueue"] == 0

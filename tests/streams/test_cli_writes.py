@@ -87,6 +87,22 @@ def test_release_and_check_append_their_events_and_show_the_decision(live: Live)
     assert bad.returncode == 2
 
 
+def test_ready_reports_pods_ready_or_lost_and_shows_the_decision(live: Live) -> None:
+    done = live.cli("submit", "-f", str(live.write("wl.yaml", workload("runs"))), "--wait", "--timeout", "30")
+    assert done.returncode == 0, done.stderr
+    ready = live.cli("ready", "team-a/runs", "--wait")
+    assert ready.returncode == 0, ready.stderr
+    assert ready.stdout.startswith("workload/team-a/runs pods ready")
+    assert "Applied" in ready.stdout
+    lost = live.cli("ready", "runs", "-n", "team-a", "--lost", "--no-wait")
+    assert lost.returncode == 0, lost.stderr
+    nobody = live.cli("ready", "team-a/nobody", "--wait")
+    assert nobody.returncode == 1 and "Rejected" in nobody.stdout
+    events = input_events(live)
+    assert {"type": "WorkloadPodsReady", "namespace": "team-a", "name": "runs"} in events
+    assert {"type": "WorkloadPodsReady", "namespace": "team-a", "name": "runs", "ready": False} in events
+
+
 def test_apply_a_directory_recursively_and_refuse_empty_input(live: Live) -> None:
     flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "f"}}
     live.write("dir/sub/one.yml", {**flavor, "metadata": {"name": "f1"}})

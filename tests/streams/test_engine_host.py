@@ -109,7 +109,7 @@ def test_an_engine_that_raises_is_reported_with_its_offset_and_becomes_engine_fa
 
     # A subclass, not a patched method: the compiled Engine's attributes are read-only.
     class Broken(Engine):
-        def apply(self, event: object, offset: int) -> list[object]:  # type: ignore[override]
+        def apply(self, event: object, offset: int, log_time: int | None = None) -> list[object]:  # type: ignore[override]
             if offset == 3:
                 raise ZeroDivisionError("a bug")
             return []

@@ -43,7 +43,7 @@ AWKWARD: list[bytes | None] = [
 
 
 def records_of(path: Path) -> list[bytes]:
-    return [e for _, e in positioned_events(path)]  # type: ignore[misc]
+    return [e for _, e, _ in positioned_events(path)]  # type: ignore[misc]
 
 
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=64)), max_size=20))
@@ -62,8 +62,8 @@ def test_gaps_keep_later_records_at_their_offsets(tmp_path: Path) -> None:
     path = tmp_path / "export.jsonl"
     finished = b'{"type":"WorkloadFinished","name":"w"}'
     path.write_bytes(b"\n".join([finished, gap_line(1), finished, gap_line(2), finished, b'{"quotaflow.gap":x}']) + b"\n")
-    assert [o for o, _ in positioned_events(path)] == [0, 2, 5, 6]
-    assert [e for _, e in positioned_events(path)][-1] == b'{"quotaflow.gap":x}'  # not ours: a record
+    assert [o for o, _, _ in positioned_events(path)] == [0, 2, 5, 6]
+    assert [e for _, e, _ in positioned_events(path)][-1] == b'{"quotaflow.gap":x}'  # not ours: a record
 
 
 def test_export_then_replay_decides_as_the_log_was_decided(tmp_path: Path) -> None:
@@ -91,3 +91,27 @@ def test_export_then_replay_decides_as_the_log_was_decided(tmp_path: Path) -> No
     assert replayed.stdout == expected
     # Every record was decided at its own offset: the export did not shift any of them.
     assert b'"offset":10' in replayed.stdout
+
+
+def test_an_export_records_the_log_time_of_records_without_a_time_of_their_own() -> None:
+    from streams.log.event_files import jsonl_timed_events
+
+    at = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
+    timeless = b'{"type":"Tick"}'
+    timed = b'{"type":"Tick","time":"2026-01-01T00:00:05Z"}'
+    text = b"\n".join([
+        export_line(timeless, at), export_line(timed, at + 1), export_line(b"not json", at + 2),
+        export_line(b'{"quotaflow.logTime":"2026-01-01T00:00:00Z"}', at + 3),
+        b'{"quotaflow.logTime":"yesterday"}',
+    ]) + b"\n"
+    # One before each record without a time of its own (the look-alike record goes in base64).
+    assert sum(line.startswith(b'{"quotaflow.logTime":') for line in text.splitlines()) == 3 + 1
+    events = list(jsonl_timed_events(text))
+    assert events == [
+        (timeless, at), (timed, None), (b"not json", at + 2),
+        (b'{"quotaflow.logTime":"2026-01-01T00:00:00Z"}', at + 3),
+        (b'{"quotaflow.logTime":"yesterday"}', None),  # not a line export writes: a record (rejected)
+    ]
+    engine = Engine()
+    assert [type(d).__name__ for i, (e, t) in enumerate(events) for d in engine.apply(e, i, t)][:2] == [
+        "Applied", "Applied"]

@@ -118,6 +118,14 @@ def test_job_priority_class_label_names_the_workload_priority_class() -> None:
     assert parse_workload(wl).priority_class == "high"
 
 
+def test_job_max_exec_time_label_sets_the_workloads_maximum_execution_time() -> None:
+    manifest = job()
+    manifest["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "600"
+    [wl] = convert(manifest)
+    assert wl["spec"]["maximumExecutionTimeSeconds"] == 600
+    assert parse_workload(wl).max_exec_seconds == 600
+
+
 def test_job_environment_is_deduplicated_last_value_first_place() -> None:
     c = container("c", "1", env=[{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "A", "value": "3"}])
     [wl] = convert(job(template=template(c)))

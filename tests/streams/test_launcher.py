@@ -74,6 +74,11 @@ async def test_a_preempted_workload_is_stopped_released_readmitted_and_finished(
     released = [e for e in events if e["type"] == "WorkloadReleased"]
     assert [e["name"] for e in released] == ["low"]
     assert released[0]["id"].startswith("quotaflow-launch/release/team-a/low/")
+    # Each admission's pods, once all started, are reported ready (waitForPodsReady), once.
+    ready = [e for e in events if e["type"] == "WorkloadPodsReady"]
+    assert len({e["id"] for e in ready if e["name"] == "low"}) == 2  # its two admissions
+    assert len([e for e in ready if e["name"] == "high"]) == 1
+    assert all(e["id"].startswith(f"quotaflow-launch/pods-ready/team-a/{e['name']}/") for e in ready)
     finishes = {e["name"]: e for e in events if e["type"] == "WorkloadFinished"}
     for name in ("low", "high"):
         assert (finishes[name]["reason"], finishes[name]["message"]) == ("Succeeded", "Pods succeeded: 2/2.")

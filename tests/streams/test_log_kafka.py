@@ -75,6 +75,9 @@ async def test_topics_created_with_retention_and_compaction(
             assert configs[name]["retention.ms"] == "-1"
             assert configs[name]["retention.bytes"] == "-1"
         assert configs[topics.snapshots]["cleanup.policy"] == "compact"
+        # The input log's time is the broker's (domain/clock.py): no producer can set it.
+        assert configs[topics.input]["message.timestamp.type"] == "LogAppendTime"
+        assert configs[topics.decisions]["message.timestamp.type"] == "CreateTime"
         desc = await admin.describe_topics([topics.input, topics.decisions, topics.snapshots])
         assert all(len(d["partitions"]) == 1 for d in desc)
     finally:

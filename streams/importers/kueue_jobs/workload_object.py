@@ -64,10 +64,6 @@ def check_managed(job: Manifest) -> None:
             raise job.refuse(f"metadata.labels[{MAX_EXEC_TIME_LABEL}]", f'Invalid value: "{max_exec}": not an integer') from None
         if seconds <= 0:
             raise job.refuse(f"metadata.labels[{MAX_EXEC_TIME_LABEL}]", f"Invalid value: {seconds}: should be greater than 0")
-        raise job.refuse(
-            f"metadata.labels[{MAX_EXEC_TIME_LABEL}]",
-            "Unsupported: maximumExecutionTimeSeconds is not supported (it needs time, which quotaflow does not model yet)",
-        )
     if job.labels.get(PREBUILT_WORKLOAD_LABEL) or job.annotations.get(PREBUILT_WORKLOAD_ANNOTATION):
         raise job.refuse(
             f"metadata.labels[{PREBUILT_WORKLOAD_LABEL}]",
@@ -115,6 +111,9 @@ def new_workload(
     meta["finalizers"] = [RESOURCE_IN_USE_FINALIZER]
     meta["ownerReferences"] = owners if owners is not None else [owner_reference(job)]
     spec: dict[str, Any] = {"queueName": job.queue_name, "podSets": pod_sets}
+    max_exec = job.labels.get(MAX_EXEC_TIME_LABEL)
+    if max_exec:  # checked by check_managed; Kueue's jobframework copies it to the Workload
+        spec["maximumExecutionTimeSeconds"] = int(max_exec)
     priority_class = job.labels.get(PRIORITY_CLASS_LABEL)
     if priority_class:
         spec["priorityClassRef"] = {
