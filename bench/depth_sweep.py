@@ -335,11 +335,8 @@ def compare(engines: dict[str, type], stream: Stream, chunk: int) -> tuple[dict[
 
 def searches(engine_cls: type, stream: Stream) -> int | None:
     """Preemption searches (targets() calls) over the timed stream, or None if not countable."""
-    # The class keeps its module's first name (domain.engine) even where bench.engine_ab
-    # imported it under another: find the module that holds this very class.
-    name = next(k for k, m in list(sys.modules.items()) if getattr(m, "Engine", None) is engine_cls
-                and k.endswith("domain.engine"))
-    prefix = name[: -len("domain.engine")]
+    module = sys.modules[engine_cls.__module__]
+    prefix = module.__name__.rsplit("domain.engine", 1)[0]
     counted = [0]
     patched = []
     for modname, clsname in (("domain.preemption.classical", "ClassicalPreemptor"),
@@ -449,9 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     quick = args.quick
     depths = [int(d) for d in (args.depths or "8,80").split(",")]
     cohorts = args.cohorts or (2 if quick else 10)
-    events = args.events or (500 if quick else 20000)
-    submit_all = args.submit_all if args.submit_all is not None else (5000 if quick else 200000)
-    pre_events = args.preemption_events if args.preemption_events is not None else (500 if quick else 25000)
+    events = args.events or (1500 if quick else 20000)
+    submit_all = args.submit_all if args.submit_all is not None else (10000 if quick else 200000)
+    pre_events = args.preemption_events if args.preemption_events is not None else (2000 if quick else 25000)
     strategies = [s for s in args.strategies.split(",") if s]
     policies = [p for p in args.policies.split(",") if p]
 

@@ -44,52 +44,21 @@ from domain.queues import Status
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
 
-class SearchMemo:
-    """Classical preemption searches kept through one scheduling pass (one input event), so
-    that a head nominated again while nothing a search reads has changed is not searched again.
-
-    A classical search reads the preemptor (fixed within the pass), its ClusterQueue's spec and
-    quota tree, and the tree's admitted workloads: their usage, priority, timestamps and
-    whether they are evicted. Within one pass no configuration, priority or spec changes and
-    the log offset (which decides what counts as admitted "now") is fixed; a tree's usage and
-    candidates change only where the pass admits or evicts (a release at once included), which
-    bumps the tree's `epochs` entry. Answers are kept and read only while heads are nominated
-    (`active`): then every simulated or reserved usage of the cycle is undone, so the tree is
-    as its epoch says. A search's one side effect, deferring the ClusterQueue to the next event
-    (`state.deferred`), comes with the kept answer. Heads nominated in several cycles of one
-    event (woken preemptors joining every cycle of their tree, heads whose room another entry
-    took, heads of trees another tree's cycle left unchanged) are what this saves."""
-
-    __slots__ = ("answers", "epochs", "active")
-
-    def __init__(self) -> None:
-        self.answers: dict[tuple[str, str, tuple[tuple[FR, int], ...], tuple[FR, ...]],
-                           tuple[int, list[Target], bool]] = {}
-        self.epochs: dict[int, int] = {}  # id of a cohort tree's root -> its changes in this pass
-        self.active = False
-
-    def changed(self, cq: ClusterQueueState) -> None:
-        root = id(cq.node.root())
-        self.epochs[root] = self.epochs.get(root, 0) + 1
-
-
 class Searches:
     """The preemption searches made while one workload is assigned.
 
     Nothing changes the quota or the candidates while one workload is assigned (the oracle and
     the preemptor put back what they simulate), so a search asked twice (the oracle's for one
     flavor, then the entry's; again in the partial-admission search) has the same answer: the
-    classical preemptor is asked once (and, with `memo`, once per pass while its tree does not
-    change: SearchMemo). Fair sharing is always asked.
+    classical preemptor is asked once. Fair sharing is always asked.
 
     `defer_only` (classical only, see `Scheduler._fit_decides`): no answer matters, only the
     search's side effect of deferring the ClusterQueue; every search answers "no targets"."""
 
-    __slots__ = ("_preemptor", "_cq", "_ws", "_answers", "_defer_only", "_memo")
+    __slots__ = ("_preemptor", "_cq", "_ws", "_answers", "_defer_only")
 
     def __init__(self, preemptor: ClassicalPreemptor | FairSharingPreemptor, cq: ClusterQueueState,
-                 ws: WorkloadState, remember: bool, defer_only: bool = False,
-                 memo: SearchMemo | None = None) -> None:
+                 ws: WorkloadState, remember: bool, defer_only: bool = False) -> None:
         self._preemptor = preemptor
         self._cq = cq
         self._ws = ws
@@ -97,7 +66,6 @@ class Searches:
             {} if remember else None
         )
         self._defer_only = defer_only
-        self._memo = memo if remember else None
 
     def __call__(self, requests: dict[FR, int], frs: list[FR]) -> list[Target]:
         if self._defer_only:
@@ -111,27 +79,8 @@ class Searches:
         key = (tuple(requests.items()), tuple(frs))
         found = answers.get(key)
         if found is None:
-            found = answers[key] = self._search(key, requests, frs)
+            found = answers[key] = self._preemptor.targets(self._cq, self._ws, requests, frs)
         return list(found)
-
-    def _search(self, key: tuple[tuple[tuple[FR, int], ...], tuple[FR, ...]], requests: dict[FR, int],
-                frs: list[FR]) -> list[Target]:
-        memo = self._memo
-        cq = self._cq
-        if memo is None or not memo.active:
-            return self._preemptor.targets(cq, self._ws, requests, frs)
-        epoch = memo.epochs.get(id(cq.node.root()), 0)
-        deferred = self._preemptor.state.deferred
-        full = (self._ws.key, cq.name, key[0], key[1])
-        kept = memo.answers.get(full)
-        if kept is not None and kept[0] == epoch:
-            if kept[2]:
-                deferred[cq.name] = None
-            return kept[1]
-        was_deferred = cq.name in deferred
-        found = self._preemptor.targets(cq, self._ws, requests, frs)
-        memo.answers[full] = (epoch, found, not was_deferred and cq.name in deferred)
-        return found
 
 
 def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
@@ -197,7 +146,6 @@ class Scheduler:
         self.preemptor: ClassicalPreemptor | FairSharingPreemptor = (
             FairSharingPreemptor(state) if self.fair else ClassicalPreemptor(state)
         )
-        self.memo: SearchMemo | None = SearchMemo() if _MEMO_SEARCHES and not self.fair else None
 
     def schedule(self, out: Emitter) -> None:
         while True:
@@ -218,7 +166,7 @@ class Scheduler:
         # none is made and the answers are "no target".
         search = (
             None if never_preempts(cq)
-            else Searches(preemptor, cq, ws, remember=not self.fair, defer_only=fit_only, memo=self.memo)
+            else Searches(preemptor, cq, ws, remember=not self.fair, defer_only=fit_only)
         )
 
         def oracle(fr: FR, value: int) -> tuple[int, int]:
@@ -340,9 +288,6 @@ class Scheduler:
         classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
         if classical is not None:
             classical.share_while_unchanged()
-        memo = self.memo
-        if memo is not None:
-            memo.active = True
         try:
             for cq, ws in batch:
                 if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
@@ -361,8 +306,6 @@ class Scheduler:
                     continue
                 entries.append(self.assign(cq, ws))
         finally:
-            if memo is not None:
-                memo.active = False
             if classical is not None:
                 classical.stop_sharing()
         return entries
@@ -432,8 +375,6 @@ class Scheduler:
             if assignment.mode == MODE_FIT:
                 if cq.sticky == ws.key:
                     drop_sticky(state, cq)
-                if self.memo is not None:
-                    self.memo.changed(cq)  # a new candidate, more usage
                 admit(state, out, cq, ws, _admission(cq, assignment, out))
                 continue
             reserved.append((cq, dict(assignment.usage)))
@@ -538,9 +479,6 @@ class Scheduler:
     def _preempt(self, out: Emitter, entry: Entry, victims: dict[str, None],
                  gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]], released: DeferredWakes) -> int:
         issued = 0
-        if self.memo is not None:
-            for target in entry.targets:  # candidates evicted (and released, at once)
-                self.memo.changed(target.cq)
         for target in entry.targets:
             victims[target.ws.key] = None
             if not target.ws.evicted:  # else already preempted: counts, without a second eviction
@@ -645,9 +583,6 @@ _CYCLE_MESSAGES = frozenset((reasons.MSG_NO_LONGER_FITS, reasons.MSG_OVERLAPPING
 
 
 _MAX_RESUMES = 64
-
-# SearchMemo on (the engine's way) or off (every search made): tests compare the two.
-_MEMO_SEARCHES = True
 
 
 def _severity(entry: Entry) -> int:
