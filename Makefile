@@ -22,9 +22,11 @@ venv: $(VENV)/.installed
 
 # domain/ compiled in place by mypyc, rebuilt when a source changes (deploy/compile.py). Without
 # a C compiler the engine runs from its sources: same decisions, slower. CI requires the build.
+# devtools/compile_cache.py keeps builds between clones: a fresh clone of sources compiled before
+# restores that build instead of compiling again.
 DOMAIN_SOURCES := $(wildcard domain/*.py domain/*/*.py)
-domain/.compiled.json: $(VENV)/.installed $(DOMAIN_SOURCES) deploy/compile.py
-	@$(PY) deploy/compile.py || { $(PY) deploy/compile.py --clean; \
+domain/.compiled.json: $(VENV)/.installed $(DOMAIN_SOURCES) deploy/compile.py devtools/compile_cache.py
+	@$(PY) -m devtools.compile_cache || { $(PY) deploy/compile.py --clean; \
 	  echo "make: compiling domain/ failed; quotaflow runs it from its sources" >&2; \
 	  test "$${QUOTAFLOW_REQUIRE_COMPILED:-}" != 1; }
 
