@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, settings
 
 # First, before anything imports domain: streams/__init__.py chooses the engine's form.
 from domain._engine_form import pure_python_requested, running_compiled
+from exclusive import pytest_runtest_protocol
 from kafka_fixtures import kafka_bootstrap, kafka_topic, kafka_topic_factory
 
-__all__ = ["kafka_bootstrap", "kafka_topic", "kafka_topic_factory"]
+__all__ = ["kafka_bootstrap", "kafka_topic", "kafka_topic_factory", "pytest_runtest_protocol"]
 
 # CI replays the same examples on every run, so a red run is reproducible and a run lands or
 # not on the code alone; local runs keep exploring new examples (and remember failures). No
