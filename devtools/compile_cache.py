@@ -4,7 +4,7 @@ deploy/compile.py takes one to two minutes of a 2-core machine, and every fresh 
 run is one) used to pay it again for sources that an earlier clone had already compiled. The
 build's output depends only on its inputs: domain/'s sources, the build script, the Python and
 mypy that compile them and the C compiler. Their digest names a cache entry under
-~/.cache/quotaflow/mypyc (or $QUOTAFLOW_COMPILE_CACHE); a hit copies that entry's extension
+~/.cache/quotaflow/mypyc (or $QUOTAFLOW_CACHE_DIR/mypyc); a hit copies that entry's extension
 modules and manifest into domain/, a miss runs deploy/compile.py and stores what it built.
 
 After a restore, domain/_engine_form.stale() must name no module, or the entry is dropped and
@@ -30,17 +30,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOMAIN = ROOT / "domain"
 MANIFEST_NAME = ".compiled.json"
-ENV_CACHE = "QUOTAFLOW_COMPILE_CACHE"
 # Entries kept: the newest few, so branches that take turns still hit.
 KEEP = 6
 
 
 def cache_root() -> Path:
-    explicit = os.environ.get(ENV_CACHE, "").strip()
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "quotaflow" / "mypyc"
+    # Beside the local broker's jars: $QUOTAFLOW_CACHE_DIR, else ~/.cache/quotaflow.
+    from devtools.local_broker import cache_root as quotaflow_cache
+
+    return quotaflow_cache() / "mypyc"
 
 
 def _compiler() -> str:
