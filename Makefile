@@ -7,6 +7,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # Extra pytest arguments, e.g. make test PYTEST_ARGS='-k faust -x'
 PYTEST_ARGS ?=
+# pytest-xdist workers. More than the cores: many tests mostly wait (on the broker, on agents and
+# CLIs in subprocesses, on sleeps that prove nothing happens). worksteal evens out the long tests.
+# PYTEST_WORKERS=0 runs the suite in one process.
+PYTEST_WORKERS ?= 4
+PYTEST_XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist worksteal)
 # If set, pytest's own exit status is written here (make itself only says 0/2).
 PYTEST_STATUS_FILE ?=
 
@@ -22,9 +27,11 @@ venv: $(VENV)/.installed
 
 # domain/ compiled in place by mypyc, rebuilt when a source changes (deploy/compile.py). Without
 # a C compiler the engine runs from its sources: same decisions, slower. CI requires the build.
+# devtools/compile_cache.py keeps builds between clones: a fresh clone of sources compiled before
+# restores that build instead of compiling again.
 DOMAIN_SOURCES := $(wildcard domain/*.py domain/*/*.py)
-domain/.compiled.json: $(VENV)/.installed $(DOMAIN_SOURCES) deploy/compile.py
-	@$(PY) deploy/compile.py || { $(PY) deploy/compile.py --clean; \
+domain/.compiled.json: $(VENV)/.installed $(DOMAIN_SOURCES) deploy/compile.py devtools/compile_cache.py
+	@$(PY) -m devtools.compile_cache || { $(PY) deploy/compile.py --clean; \
 	  echo "make: compiling domain/ failed; quotaflow runs it from its sources" >&2; \
 	  test "$${QUOTAFLOW_REQUIRE_COMPILED:-}" != 1; }
 
@@ -50,7 +57,7 @@ test: $(VENV)/.installed compile
 	  fi; \
 	fi; \
 	$(PY) -m devtools.browser ensure >/dev/null || echo "make test: no Chromium; browser tests are skipped (CI requires them)" >&2; \
-	$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	$(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS); status=$$?; \
 	if [ -n "$(PYTEST_STATUS_FILE)" ]; then echo "$$status" > "$(PYTEST_STATUS_FILE)"; fi; \
 	exit $$status
 

@@ -5,17 +5,21 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 # First, before anything imports domain: streams/__init__.py chooses the engine's form.
 from domain._engine_form import pure_python_requested, running_compiled
+from exclusive import pytest_runtest_protocol
 from kafka_fixtures import kafka_bootstrap, kafka_topic, kafka_topic_factory
 
-__all__ = ["kafka_bootstrap", "kafka_topic", "kafka_topic_factory"]
+__all__ = ["kafka_bootstrap", "kafka_topic", "kafka_topic_factory", "pytest_runtest_protocol"]
 
 # CI replays the same examples on every run, so a red run is reproducible and a run lands or
-# not on the code alone; local runs keep exploring new examples (and remember failures).
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+# not on the code alone; local runs keep exploring new examples (and remember failures). No
+# deadline and no too-slow health check in CI: tests share the cores with parallel workers
+# (`make test` runs pytest-xdist), so an example's wall time says nothing about the code.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

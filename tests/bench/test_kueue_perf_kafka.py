@@ -19,7 +19,8 @@ from devtools.kueue_perf import config, generator, virtual
 from bench.kueue_perf import realtime
 from devtools.kueue_perf.batching import DEFAULT_WINDOW
 
-pytestmark = [pytest.mark.kafka, pytest.mark.timeout(60, func_only=True)]
+# exclusive: the real-time runs assert latencies through the broker (tests/exclusive.py).
+pytestmark = [pytest.mark.kafka, pytest.mark.exclusive, pytest.mark.timeout(60, func_only=True)]
 
 
 @pytest.mark.parametrize("window", [0, DEFAULT_WINDOW])
