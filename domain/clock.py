@@ -34,7 +34,9 @@ from domain.timestamps import TimestampError, parse_time
 
 class _Timed(msgspec.Struct):
     time: str | None = None
-    source: object = None
+    # A `source` that is not a string fails this decode, so its time is not read either: the
+    # event is refused for its source when it is decided.
+    source: str | None = None
 
 
 def trusts_time(source: object) -> bool:
