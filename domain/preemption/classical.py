@@ -88,7 +88,7 @@ class ClassicalPreemptor:
             if not child.is_cluster_queue or child.lending_limit:
                 break
             member = self.state.cluster_queues.get(name)
-            if member is not None:
+            if member is not None and member.active:  # an inactive queue: as in _collect
                 members.append(member)
         else:
             cohort = SharedCohort(root, members, self.state.offset)
@@ -346,7 +346,10 @@ class ClassicalPreemptor:
                 continue
             if child.is_cluster_queue:
                 member = self.state.cluster_queues.get(name)
-                if member is not None:
+                # An inactive queue (stopped, terminating, missing a flavor or check) is not in
+                # Kueue's scheduling snapshot (pkg/cache/scheduler/snapshot.go Snapshot,
+                # skipInactiveCQReason): its workloads are no candidates.
+                if member is not None and member.active:
                     out.append((member, advantage, subtree_root))
             else:
                 self._collect(cq, child, subtree_root, skip, frs, advantage, out)

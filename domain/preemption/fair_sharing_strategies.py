@@ -82,8 +82,8 @@ class FairSharingPreemptor:
         if cq.node.parent is not None and policy.reclaim_within_cohort != NEVER:
             for node in cq.node.root().leaves():
                 member = self.state.cluster_queues.get(node.name)
-                if member is None or member is cq:
-                    continue
+                if member is None or member is cq or not member.active:
+                    continue  # an inactive queue is not in Kueue's snapshot (classical.py)
                 if not any(node.usage.get(fr, 0) > node.subtree.get(fr, 0) for fr in frs):
                     continue
                 if member.candidates.shields_at(offset):
