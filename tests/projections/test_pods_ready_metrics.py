@@ -147,3 +147,18 @@ def test_without_wait_for_pods_ready_no_pods_ready_times() -> None:
                    "kueue_pods_ready_to_evicted_time_seconds_count"):
         assert family(got, metric) == {}, metric
     assert family(got, "kueue_evicted_workloads_once_total") == {key(**CQ, reason="Preempted", underlying_cause=""): 1}
+
+
+def test_deactivation_by_the_maximum_execution_time_names_its_cause() -> None:
+    """Admitted at 10, ready at 20, its maximum execution time (30 s) ends at 40: Kueue labels
+    the eviction Deactivated / MaximumExecutionTimeExceeded, its pods ready 20 s before."""
+    objs = [CONFIG, flavor("default"), cluster_queue("cq", {"default": 2}), local_queue("ns", "q", "cq")]
+    wl = workload("ns", "w", "q", 1)
+    wl["spec"]["maximumExecutionTimeSeconds"] = 30
+    events = [at(applied(o), 0) for o in objs]
+    events += [at({"type": "WorkloadSubmitted", "workload": wl}, 10), ready("w", 20), at({"type": "Tick"}, 40)]
+    got = scrape(events)
+    cause = {"reason": "Deactivated", "underlying_cause": "MaximumExecutionTimeExceeded"}
+    assert family(got, "kueue_evicted_workloads_total") == {key(**CQ, **cause): 1}
+    assert family(got, "kueue_evicted_workloads_once_total") == {key(**CQ, **cause): 1}
+    assert family(got, "kueue_pods_ready_to_evicted_time_seconds_sum") == {key(cluster_queue="cq", **cause): 20.0}
