@@ -38,7 +38,7 @@ from projections.statistics import (
 from projections.view_model import ClusterQueueView, LQKey, WorkloadView
 
 if TYPE_CHECKING:
-    from domain.objects import CohortSpec, LocalQueueSpec
+    from domain.objects import CohortSpec, Configuration, LocalQueueSpec
     from projections.local_queue_usage import LocalQueueUsage
 
 
@@ -66,7 +66,9 @@ class DecisionHandlers:
         focus_records: list[tuple[DecisionRecord, bytes | None, int]]
         event_time_us: int
         position: int
+        configuration: Configuration
         _timestamp_ms: int
+        _pods_reports: dict[int, tuple[str, bool]]
 
         def _anomaly(self, text: str) -> None: ...
         def _dequeue(self, wv: WorkloadView) -> None: ...
@@ -149,6 +151,7 @@ class DecisionHandlers:
                 hist = s.admission_checks_wait = self.counters.admission_checks_wait[s.key] = Histogram()
             hist.observe(max(0, now - wv.reserved_us) / 1e6)
             wv.admitted_us = now
+            wv.ready_us, wv.pods_started = -1, False  # Kueue's PodsReady: WaitForStart
             self._count_cohort_admission(cq, wv)
             return
         cq = self.cluster_queues.get(d.clusterQueue)  # type: ignore[assignment]
@@ -192,6 +195,7 @@ class DecisionHandlers:
             cq.admitted += 1
             s.admitted += 1
             wv.admitted_us = wv.reserved_us
+            wv.ready_us, wv.pods_started = -1, False  # Kueue's PodsReady: WaitForStart
             if cq.spec.cohort is not None:
                 self._count_cohort_admission(cq, wv)
             hist = s.admission_wait
@@ -279,13 +283,24 @@ class DecisionHandlers:
                     preempting = lq.cluster_queue if lq is not None else None
             increment(c.preempted, (preempting or "", d.reason))
         else:
-            reason, cause = d.reason, ""
+            reason, cause = d.reason, _underlying_cause(d, wv)
             # A check Rejected deactivates the workload (its input event, followed before its
             # decisions, did so here too): Kueue counts that eviction as Deactivated.
             if d.reason == reasons.ADMISSION_CHECK and not wv.active:
                 reason, cause = reasons.EVICTED_DEACTIVATED, reasons.ADMISSION_CHECK
         increment(c.evicted, (key, reason, cause))
         now = self.event_time_us
+        # Kueue's evict.Evict: evicted_workloads_once_total the first time a workload is evicted
+        # for this reason and cause (its schedulingStats.evictions count was 0), and
+        # pods_ready_to_evicted_time_seconds while its PodsReady condition is True.
+        seen = (reason, cause)
+        if seen not in wv.evictions:
+            wv.evictions += (seen,)
+            increment(c.evicted_once, (key[0], reason, cause, key[3]))
+        if wv.ready_us >= 0:
+            if self.configuration.pods_ready is not None:
+                observe(c.pods_ready_to_evicted, (key[0], reason, cause), max(0, now - wv.ready_us) / 1e6)
+        wv.ready_us, wv.pods_started = -1, False
         if wv.admitted:
             wv.ran_us += now - wv.admitted_us
         wv.evicted_us = now
@@ -393,7 +408,45 @@ class DecisionHandlers:
         increment(self.counters.rejected, d.reason)
 
     def _on_applied(self, d: Applied, rec: DecisionRecord) -> None:
-        pass  # followed with its input event (fold.py, config_following.py)
+        # Followed with its input event (fold.py, config_following.py), but for a PodsReady
+        # report, which takes effect here, in the order of the decisions.
+        reports = self._pods_reports
+        if reports:
+            report = reports.pop(id(d), None)
+            if report is not None:
+                self._pods_ready(*report)
+
+    def _pods_ready(self, key: str, ready: bool) -> None:
+        """A `WorkloadPodsReady` the engine applied: Kueue's PodsReady condition, as the job
+        reconciler sets it (pkg/controller/jobframework/reconciler.go
+        generatePodsReadyCondition). Its first start since admission reports
+        ready_wait_time_seconds (from its creation or requeue, as admission_wait_time_seconds)
+        and admitted_until_ready_wait_time_seconds (from its admission); a recovery reports
+        nothing. Kueue keeps the condition only while waitForPodsReady is on."""
+        wv = self.workloads.get(key)
+        if wv is None or not wv.admitted or wv.evicted:
+            self._anomaly(f"WorkloadPodsReady for {key}, which is not admitted (input offset {self.position})")
+            return
+        if not ready:
+            wv.ready_us = -1  # lost: waits for recovery if it had started, else still for its start
+            return
+        if wv.ready_us >= 0:
+            return  # ready already: the condition does not change
+        now = wv.ready_us = self.event_time_us
+        if wv.pods_started:
+            return  # Kueue's WorkloadRecovered
+        wv.pods_started = True
+        if self.configuration.pods_ready is None:
+            return
+        s = self._qstats(wv, wv.cluster_queue or "")
+        hist = s.ready_wait
+        if hist is None:
+            hist = s.ready_wait = self.counters.ready_wait[s.key] = Histogram()
+        hist.observe(max(0, now - wv.waiting_since_us) / 1e6)
+        hist = s.admitted_until_ready
+        if hist is None:
+            hist = s.admitted_until_ready = self.counters.admitted_until_ready[s.key] = Histogram()
+        hist.observe(max(0, now - wv.admitted_us) / 1e6)
 
 
 _DECISIONS: dict[type, Any] = {
@@ -408,3 +461,26 @@ _DECISIONS: dict[type, Any] = {
     Rejected: DecisionHandlers._on_rejected,
     Applied: DecisionHandlers._on_applied,
 }
+
+
+_MAX_EXECUTION_TIME_EXCEEDED = "MaximumExecutionTimeExceeded"  # kueue.WorkloadMaximumExecutionTimeExceeded
+_REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"  # kueue.WorkloadRequeuingLimitExceeded
+_WAIT_FOR_START = "WaitForStart"  # kueue.WorkloadWaitForStart
+_WAIT_FOR_RECOVERY = "WaitForRecovery"  # kueue.WorkloadWaitForRecovery
+# The deactivations of the time-driven rules, by their message: the cause Kueue labels them with
+# (its WorkloadDeactivationTarget condition's reason, workload_controller.go).
+_DEACTIVATION_CAUSES = {
+    reasons.MSG_MAX_EXEC_EXCEEDED: _MAX_EXECUTION_TIME_EXCEEDED,
+    reasons.MSG_REQUEUING_LIMIT_EXCEEDED: _REQUEUING_LIMIT_EXCEEDED,
+}
+
+
+def _underlying_cause(d: Evicted, wv: WorkloadView) -> str:
+    """Kueue's underlying cause of an eviction: a PodsReady timeout waited for the pods' start
+    or, once they had been ready, for their recovery (admittedNotReadyWorkload); a deactivation
+    names the rule that deactivated it."""
+    if d.reason == reasons.PODS_READY_TIMEOUT:
+        return _WAIT_FOR_RECOVERY if wv.pods_started else _WAIT_FOR_START
+    if d.reason == reasons.EVICTED_DEACTIVATED:
+        return _DEACTIVATION_CAUSES.get(d.message, "")
+    return ""

@@ -55,6 +55,7 @@ from domain.objects import (
     ResourceFlavor,
 )
 from domain.timestamps import TimestampError, parse_time
+from domain.workload_events import lookup
 from projections.config_following import ConfigFollower
 from projections.decision_handlers import DecisionHandlers
 from projections.local_queue_usage import LocalQueueUsage
@@ -77,11 +78,8 @@ from projections.workload_following import WorkloadFollower
 _json = msgspec.json.Decoder()
 
 _FAST_EVENTS = frozenset(("WorkloadSubmitted", "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased"))
-# Events whose whole effect on the views shows in their decisions.
-# What these change shows in their decisions (Tick and WorkloadPodsReady: evictions by timers).
-_DECIDED_BY_DECISIONS = frozenset(
-    ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "WorkloadPodsReady", "Tick")
-)
+# What these change shows in their decisions (a Tick: evictions by timers).
+_DECIDED_BY_DECISIONS = frozenset(("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "Tick"))
 _CONFIG_EVENTS = frozenset(("ConfigApplied", "ConfigDeleted"))
 
 
@@ -135,6 +133,10 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         self._outcomes: dict[int | None, Applied | Rejected] = _NO_OUTCOMES
         self._timestamp_ms = 0
         self._dirty: dict[str, None] = {}  # workloads to (re)queue at the end of the event
+        # id(Applied decision of a WorkloadPodsReady) -> (workload, ready): the report takes
+        # effect where its Applied is in the decisions (after an admission the same record's
+        # timers and cycle made first, before a preemption its cycle makes after)
+        self._pods_reports: dict[int, tuple[str, bool]] = {}
         self._top_time: int | None = None
         # ClusterQueue -> the cohorts above it, for counting admissions per cohort subtree;
         # forgotten at every configuration change
@@ -177,6 +179,10 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
             self._decide_all(decisions, value)
         if self._dirty:
             self._route_dirty()
+        if self._pods_reports:
+            for key, _ in self._pods_reports.values():
+                self._anomaly(f"input offset {offset}: WorkloadPodsReady of {key} without its Applied decision")
+            self._pods_reports.clear()
 
     def _follow_record(self, value: bytes, seq: int, record_time: int) -> None:
         """An input record the engine did not reject as a whole."""
@@ -223,6 +229,12 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
             self._workload_updated(raw, seq, index is None)
         elif etype == "AdmissionCheckStateChanged":
             self._admission_check_state(raw, seq, index is None)
+        elif etype == "WorkloadPodsReady":
+            applied = self._outcomes.get(index)
+            if type(applied) is not Applied:
+                self._anomaly(f"input offset {self.position}: WorkloadPodsReady applied without an Applied decision")
+                return
+            self._pods_reports[id(applied)] = (lookup(raw), raw.get("ready", True) is not False)
         elif etype not in _DECIDED_BY_DECISIONS:
             self._anomaly(f"input offset {self.position}: event type {etype!r} applied by the engine")
             return
@@ -334,6 +346,7 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
                     w.active, w.cluster_queue, usage(w.usage or {}), w.admitted, w.evicted,
                     w.reason, w.message, w.queued_in,
                     w.reserved_us, w.admitted_us, w.ran_us, w.evicted_us, w.evicted_reason,
+                    w.ready_us, w.pods_started, list(w.evictions),
                 ]
                 for k, w in sorted(self.workloads.items())
             },
@@ -352,6 +365,10 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
                 "admission_checks_wait": sorted((k, hist(h)) for k, h in c.admission_checks_wait.items()),
                 "execution_time": sorted((k, hist(h)) for k, h in c.execution_time.items()),
                 "eviction_latency": sorted((k, hist(h)) for k, h in c.eviction_latency.items()),
+                "ready_wait": sorted((k, hist(h)) for k, h in c.ready_wait.items()),
+                "admitted_until_ready": sorted((k, hist(h)) for k, h in c.admitted_until_ready.items()),
+                "pods_ready_to_evicted": sorted((k, hist(h)) for k, h in c.pods_ready_to_evicted.items()),
+                "evicted_once": sorted(c.evicted_once.items()),
                 "cohort_admitted": sorted(c.cohort_admitted.items()),
                 "rejected": sorted(c.rejected.items()),
                 "decisions": sorted(c.decisions.items()),

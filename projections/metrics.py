@@ -34,6 +34,10 @@ Also (added): `kueue_finished_workloads` / `kueue_local_queue_finished_workloads
 not deleted), `kueue_cohort_subtree_admitted_workloads_total`, `kueue_admission_checks_wait_time_seconds`,
 `kueue_execution_time_seconds`, `kueue_local_queue_quota_reserved_wait_time_seconds` (and the
 LocalQueue equivalents), `kueue_workload_eviction_latency_seconds` (see decision_handlers.py),
+the waitForPodsReady families `kueue_ready_wait_time_seconds`,
+`kueue_admitted_until_ready_wait_time_seconds` (and their LocalQueue equivalents),
+`kueue_pods_ready_to_evicted_time_seconds{cluster_queue,reason,underlying_cause}`, and
+`kueue_evicted_workloads_once_total{cluster_queue,reason,underlying_cause,priority_class}`,
 each histogram with Kueue's buckets for it (16 or 14 of generateExponentialBuckets); the cohort
 tree and fair-sharing families (cohort_metrics.py); pending resources and unadmitted workloads
 (workload_metrics.py); `kueue_build_info` (streams/build_info.py). The admission attempt
@@ -259,6 +263,7 @@ class ProjectionCollector(Collector):
         yield counter("kueue_local_queue_finished_workloads", "The total number of finished workloads per 'local_queue'", lpc, by_lq(c.finished))
         yield counter("kueue_local_queue_evicted_workloads", "The number of evicted workloads per 'local_queue'", ["name", "namespace", "reason", "underlying_cause", "priority_class"], evicted_lq)
         yield counter("kueue_cohort_subtree_admitted_workloads", "The total number of admitted workloads per cohort's subtree", ["cohort", "priority_class"], c.cohort_admitted)
+        yield counter("kueue_evicted_workloads_once", "The number of unique workload evictions per 'cluster_queue'", ["cluster_queue", "reason", "underlying_cause", "priority_class"], c.evicted_once)
 
         def cq_key(k: QueueKey) -> tuple[str, str]:
             return (k[0], k[3])
@@ -272,10 +277,13 @@ class ProjectionCollector(Collector):
             ("quota_reserved_wait_time_seconds", "The time between a workload was created or requeued until it got quota reservation, per '{}'", c.quota_reserved_wait, 14, 14),
             ("admission_checks_wait_time_seconds", "The time from when a workload got the quota reservation until admission, per '{}'", c.admission_checks_wait, 14, 14),
             ("execution_time_seconds", "The total execution time of a finished admitted workload (from first admission to completion, including time across evict/readmit cycles), per '{}'", c.execution_time, 16, 16),
+            ("ready_wait_time_seconds", "The time between a workload was created or requeued until ready, per '{}'", c.ready_wait, 14, 14),
+            ("admitted_until_ready_wait_time_seconds", "The time between a workload was admitted until ready, per '{}'", c.admitted_until_ready, 14, 14),
         ):
             yield _histogram(f"kueue_{family}", doc.format("cluster_queue"), cql, _merge(data, cq_key), cq_buckets)
             yield _histogram(f"kueue_local_queue_{family}", doc.format("local_queue"), lql, _merge(data, lq_key), lq_buckets)
         yield _histogram("kueue_workload_eviction_latency_seconds", "The time from workload eviction (WorkloadEvicted condition becomes True) until the workload returns to Pending (quota released).", ["cluster_queue", "reason", "replica_role"], c.eviction_latency, 14)
+        yield _histogram("kueue_pods_ready_to_evicted_time_seconds", "The number of seconds between a workload's pods being ready and eviction workloads per 'cluster_queue'", ["cluster_queue", "reason", "underlying_cause", "replica_role"], c.pods_ready_to_evicted, 14)
         yield build_info()
 
         own = GaugeMetricFamily("quotaflow_projection_input_offset", "The last input log offset folded into the views")

@@ -91,7 +91,7 @@ class QueueStats:
     quota)."""
 
     __slots__ = ("key", "admitted", "quota_reserved", "finished", "admission_wait", "quota_reserved_wait",
-                 "admission_checks_wait", "execution_time")
+                 "admission_checks_wait", "execution_time", "ready_wait", "admitted_until_ready")
 
     def __init__(self, key: QueueKey) -> None:
         self.key = key
@@ -102,13 +102,16 @@ class QueueStats:
         self.quota_reserved_wait: Histogram | None = None
         self.admission_checks_wait: Histogram | None = None
         self.execution_time: Histogram | None = None
+        self.ready_wait: Histogram | None = None
+        self.admitted_until_ready: Histogram | None = None
 
 
 class Counters:
     """Kueue's counters and histograms, folded from the decisions (see projections/metrics.py)."""
 
     __slots__ = ("queues", "evicted", "preempted", "admission_wait", "quota_reserved_wait", "admission_checks_wait",
-                 "execution_time", "eviction_latency", "cohort_admitted", "rejected", "by_kind")
+                 "execution_time", "ready_wait", "admitted_until_ready", "eviction_latency", "pods_ready_to_evicted",
+                 "evicted_once", "cohort_admitted", "rejected", "by_kind")
 
     def __init__(self) -> None:
         self.queues: dict[QueueKey, QueueStats] = {}
@@ -120,8 +123,15 @@ class Counters:
         self.quota_reserved_wait: dict[QueueKey, Histogram] = {}
         self.admission_checks_wait: dict[QueueKey, Histogram] = {}
         self.execution_time: dict[QueueKey, Histogram] = {}
+        self.ready_wait: dict[QueueKey, Histogram] = {}
+        self.admitted_until_ready: dict[QueueKey, Histogram] = {}
         # (ClusterQueue, eviction reason): from the eviction until its quota is released
         self.eviction_latency: dict[tuple[str, str], Histogram] = {}
+        # (ClusterQueue, reason, underlying cause): from its pods being ready until the eviction
+        self.pods_ready_to_evicted: dict[tuple[str, str, str], Histogram] = {}
+        # (ClusterQueue, reason, underlying cause, priority class): workloads evicted for that
+        # reason and cause for the first time
+        self.evicted_once: dict[tuple[str, str, str, str], int] = {}
         # (cohort, priority class): admissions in each cohort's subtree, counted at admission
         # for every cohort above the ClusterQueue then
         self.cohort_admitted: dict[tuple[str, str], int] = {}

@@ -56,6 +56,13 @@ class WorkloadView(msgspec.Struct, gc=False):
     ran_us: int = 0
     evicted_us: int = 0
     evicted_reason: str = ""
+    # waitForPodsReady, as Kueue's PodsReady condition: ready since (µs; -1 while not ready);
+    # whether they were ready since its admission (a loss then waits for recovery, and being
+    # ready again is a recovery, not a start)
+    ready_us: int = -1
+    pods_started: bool = False
+    # (reason, underlying cause) of its evictions so far, as Kueue's schedulingStats.evictions
+    evictions: tuple[tuple[str, str], ...] = ()
 
     @property
     def spec(self) -> WorkloadSpec:
