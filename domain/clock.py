@@ -30,21 +30,12 @@ import msgspec
 from domain.envelope import Record, Unparseable
 from domain.tenant_limits import TENANT_PREFIX
 from domain.timestamps import TimestampError, parse_time
-
-
-class _Timed(msgspec.Struct):
-    time: str | None = None
-    # A `source` that is not a string fails this decode, so its time is not read either: the
-    # event is refused for its source when it is decided.
-    source: str | None = None
+from domain.typed_events import decode_timed
 
 
 def trusts_time(source: object) -> bool:
     """Whether an event from `source` may give its own time (not a tenant's: see above)."""
     return not (isinstance(source, str) and source.startswith(TENANT_PREFIX))
-
-
-_decode_timed = msgspec.json.Decoder(_Timed).decode
 
 
 def own_time(event: Record) -> int | None:
@@ -57,7 +48,7 @@ def own_time(event: Record) -> int | None:
         return None
     else:
         try:
-            timed = _decode_timed(event)
+            timed = decode_timed(event)
         except (msgspec.DecodeError, UnicodeDecodeError):
             return None
         raw, source = timed.time, timed.source

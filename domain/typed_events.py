@@ -116,3 +116,15 @@ WorkloadEvent = Submitted | Finished | Deleted | Released
 TypedEvent = WorkloadEvent | Batch
 
 __all__ = ["Batch", "Deleted", "Finished", "Released", "Submitted", "TypedEvent", "TypedWorkload", "WorkloadEvent"]
+
+
+class Timed(msgspec.Struct):
+    """An event's top-level `time` and `source`, read before it is decided (domain/clock.py).
+    A `source` that is not a string fails this decode, so its time is not read either: the
+    event is refused for its source when it is decided."""
+
+    time: str | None = None
+    source: str | None = None
+
+
+decode_timed = msgspec.json.Decoder(Timed).decode

@@ -86,3 +86,24 @@ def test_tests_that_patch_the_engine_pass_on_its_sources() -> None:
     tail = done.stdout[-4000:]
     assert done.returncode == 0, tail
     assert " passed" in tail and " failed" not in tail, tail
+
+
+def test_no_msgspec_struct_is_defined_in_a_compiled_module() -> None:
+    """mypyc compiles a Struct's annotations into a form msgspec misreads (a `str | None` field
+    decodes as if typed `type`), so a Struct in a compiled module silently decodes nothing where
+    its sources work: Structs live in the modules deploy/compile.py keeps interpreted. Checked
+    on the sources, so it holds without a build too."""
+    import ast
+    import runpy
+
+    root = Path(__file__).resolve().parents[2]
+    interpreted = runpy.run_path(str(root / "deploy" / "compile.py"), run_name="not_main")["INTERPRETED"]
+    offenders = []
+    for path in sorted((root / "domain").rglob("*.py")):
+        name = ".".join(path.relative_to(root / "domain").with_suffix("").parts)
+        if path.name == "__init__.py" or name in interpreted:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any("Struct" in ast.unparse(base) for base in node.bases):
+                offenders.append(f"{name}.{node.name}")
+    assert offenders == []
