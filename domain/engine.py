@@ -65,7 +65,7 @@ from domain.names import shown
 from domain.objects import ConfigObject
 from domain.scheduler import schedule
 from domain.state import State
-from domain.tenant_limits import check_event_size
+from domain.tenant_limits import NO_TENANT_LIMITS, check_event_size
 from domain.typed_decoding import NotTyped
 from domain.typed_decoding import decode as decode_typed
 from domain.typed_decoding import workload_ref as typed_ref
@@ -202,9 +202,12 @@ class Engine:
         self._record_size = len(event) if type(event) is bytes or type(event) is str else None
         # An event with a `source` (the sequencer's, domain/authority.py) takes the general path,
         # which holds it to its source's rules; the word anywhere else only costs that path.
+        # So does every event while tenant limits are set: the typed path does not count a
+        # namespace's pending workloads.
         applied = (
             self._apply_typed(event, offset * BATCH_SLOTS, out, submitted)
             if type(event) is bytes and b'"source"' not in event
+            and state.configuration.tenant_limits is NO_TENANT_LIMITS
             else None
         )
         if applied is None:

@@ -1,8 +1,9 @@
 """`quotaflow launch` SIGKILLed at seeded random moments of a run with preemptions, on the embedded
 log and on Kafka, and started again each time with the same state directory: every pod runs at
 most once at a time and once per admission, every preempted workload is released, every
-workload finishes, nothing is published twice to effect (no Rejected decision), and the decision
-log equals `quotaflow replay` of the input log."""
+workload finishes, nothing is published twice to effect (no Rejected decision but `NotAdmitted`:
+a pods-ready report that crossed the workload's preemption, which CONTRACT.md documents as
+harmless), and the decision log equals `quotaflow replay` of the input log."""
 
 from __future__ import annotations
 
@@ -102,7 +103,8 @@ async def test_launcher_killed_at_random_points_starts_nothing_twice_and_loses_n
     assert killed_with_runs >= 2, f"only {killed_with_runs} kills found work in progress: move the kill points"
     flow = by_workload(decisions)
     assert any(d["type"] == "Preempted" for d in decisions), "the run preempts (else it tests less than it says)"
-    assert not [d for d in decisions if d["type"] == "Rejected"], [d for d in decisions if d["type"] == "Rejected"]
+    refused = [d for d in decisions if d["type"] == "Rejected" and d["reason"] != "NotAdmitted"]
+    assert not refused, refused
     check_released(decisions)
     for name in names:
         assert flow[f"team-a/{name}"][-1] == "Finished", (name, flow[f"team-a/{name}"])
