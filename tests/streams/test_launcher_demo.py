@@ -38,8 +38,9 @@ def test_the_demo_shows_a_preempted_workload_released_readmitted_and_finished(tm
         "Admitted default/train",
         "launch started default/train",
         "submitted workload/default/urgent",
-        "Preempted default/train by default/urgent",
-        "launch stopping default/train",
+        # the launcher may print that it stops train before the demo prints the Preempted
+        # decision it acts on: either order, both before the release
+        ("Preempted default/train by default/urgent", "launch stopping default/train"),
         "launch released default/train",
         "QuotaReleased default/train",
         "Admitted default/urgent",
@@ -50,13 +51,16 @@ def test_the_demo_shows_a_preempted_workload_released_readmitted_and_finished(tm
         "Finished default/train",
         "Quota usage at the end",
     ]
-    story = [s.replace("/train", f"/{train}").replace("/urgent", f"/{urgent}") for s in story]
+    def named(text: str) -> str:
+        return text.replace("/train", f"/{train}").replace("/urgent", f"/{urgent}")
+
     at = 0
     for step in story:
+        steps = [named(s) for s in (step if isinstance(step, tuple) else (step,))]
         try:
-            at = first(step, at) + 1
+            at = max(first(s, at) for s in steps) + 1
         except StopIteration:
-            raise AssertionError(f"{step!r} is not shown after line {at}:\n" + "\n".join(lines)) from None
+            raise AssertionError(f"{steps!r} is not shown after line {at}:\n" + "\n".join(lines)) from None
     assert list(tmp_path.iterdir()) == [], "the demo must clean up after itself"
 
 
