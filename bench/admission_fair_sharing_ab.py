@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import gc
-import time
 from typing import Any
 
 import msgspec
 
+from bench.timing import cpu_rounds
 from devtools.cluster_stream import generate, render, setup_events
-from domain.decisions import Admitted
-from domain.engine import Engine
 
 AFS = {"usageHalfLifeTime": "168h", "usageSamplingInterval": "5m", "resourceWeights": {"cpu": 2.0, "memory": 1.0}}
 
@@ -78,19 +75,6 @@ def variants(workloads: int, seed: int) -> dict[str, list[bytes]]:
     return out
 
 
-def run(events: list[bytes]) -> tuple[float, int]:
-    engine = Engine()
-    apply = engine.apply
-    admitted = 0
-    gc.collect()
-    c0 = time.process_time()
-    for offset, ev in enumerate(events):
-        for d in apply(ev, offset):
-            if type(d) is Admitted:
-                admitted += 1
-    return time.process_time() - c0, admitted
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=20_000)
@@ -99,13 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     streams = variants(args.workloads, args.seed)
     names = list(streams)
-    cpu: dict[str, list[float]] = {n: [] for n in names}
-    admitted: dict[str, int] = {}
-    for r in range(args.rounds):
-        for name in names[r % len(names):] + names[: r % len(names)]:
-            seconds, admitted[name] = run(streams[name])
-            cpu[name].append(seconds)
-    best = {n: min(v) for n, v in cpu.items()}
+    best, admitted = cpu_rounds(streams, args.rounds)
     print(f"{'variant':10} {'events':>8} {'admitted':>9} {'events/s CPU (best)':>20} {'of base':>8}")
     for n in names:
         rate = len(streams[n]) / best[n]

@@ -21,12 +21,11 @@ the slowdown a user of the same cluster sees.
 from __future__ import annotations
 
 import argparse
-import gc
-import time
 from typing import Any
 
 import msgspec
 
+from bench.timing import cpu_rounds
 from devtools.cluster_stream import generate, render, setup_events
 from domain.decisions import Admitted
 from domain.engine import Engine
@@ -55,19 +54,6 @@ def variants(workloads: int, seed: int) -> dict[str, list[bytes]]:
     return {"base": [encode(e) for e in base], "pods-ready": [encode(e) for e in events]}
 
 
-def run(events: list[bytes]) -> tuple[float, int]:
-    engine = Engine()
-    apply = engine.apply
-    admitted = 0
-    gc.collect()
-    c0 = time.process_time()
-    for offset, ev in enumerate(events):
-        for d in apply(ev, offset):
-            if type(d) is Admitted:
-                admitted += 1
-    return time.process_time() - c0, admitted
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=20_000)
@@ -76,13 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     streams = variants(args.workloads, args.seed)
     names = list(streams)
-    cpu: dict[str, list[float]] = {n: [] for n in names}
-    admitted: dict[str, int] = {}
-    for r in range(args.rounds):
-        for name in names[r % len(names):] + names[: r % len(names)]:
-            seconds, admitted[name] = run(streams[name])
-            cpu[name].append(seconds)
-    best = {n: min(v) for n, v in cpu.items()}
+    best, admitted = cpu_rounds(streams, args.rounds)
     base_events = len(streams["base"])
     base_rate = base_events / best["base"]
     print(f"{'variant':10} {'events':>8} {'admitted':>9} {'events/s CPU (best)':>20} {'of base':>8} "
