@@ -183,6 +183,13 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
             for key, _ in self._pods_reports.values():
                 self._anomaly(f"input offset {offset}: WorkloadPodsReady of {key} without its Applied decision")
             self._pods_reports.clear()
+        if decisions:
+            self._event_decided(decisions)
+
+    def _event_decided(self, decisions: list[DecisionRecord]) -> None:
+        """Called once an input event and all its decisions are folded, with those decisions: a
+        follower that acts on decisions (the launcher) reads the fold as it stands after the
+        whole step. The views need nothing here."""
 
     def _follow_record(self, value: bytes, seq: int, record_time: int) -> None:
         """An input record the engine did not reject as a whole."""
