@@ -58,6 +58,7 @@ from domain.timestamps import TimestampError, parse_time
 from domain.workload_events import lookup
 from projections.config_following import ConfigFollower
 from projections.decision_handlers import DecisionHandlers
+from projections.local_queue_counts import LocalQueueCounts
 from projections.local_queue_usage import LocalQueueUsage
 from projections.pending_queues import PendingQueues
 from projections.records import FR as FR  # (re-exported, as DecisionRecord)
@@ -107,6 +108,7 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         self.finished: dict[str, LQKey] = {}  # finished, not deleted -> its LocalQueue
         self.finished_by_lq: dict[LQKey, int] = {}  # (Kueue's finished_workloads gauges)
         self.by_lq: dict[LQKey, dict[str, None]] = {}
+        self.lq_counts: dict[LQKey, LocalQueueCounts] = {}  # (projections/local_queue_counts.py)
         self.by_priority_class: dict[str, dict[str, None]] = {}
         # LocalQueue -> OrderKeys of its workloads queued in its ClusterQueue (kept apart from the
         # LocalQueue object, which may be deleted and applied again)
@@ -360,6 +362,10 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
             "finished": sorted(self.finished.items()),
             "finished_by_lq": sorted(self.finished_by_lq.items()),
             "by_lq": {f"{k[0]}/{k[1]}": sorted(v) for k, v in sorted(self.by_lq.items())},
+            "lq_counts": {
+                f"{k[0]}/{k[1]}": [c.pending, c.reserving, c.admitted, usage(c.reservation), usage(c.usage)]
+                for k, c in sorted(self.lq_counts.items())
+            },
             "by_priority_class": {k: sorted(v) for k, v in sorted(self.by_priority_class.items())},
             "counters": {
                 "admitted": sorted(c.admitted.items()),

@@ -165,24 +165,12 @@ def cluster_queues(p: Projection) -> list[dict[str, Any]]:
 
 # -- LocalQueues --------------------------------------------------------------------------------
 def local_queue_counts(p: Projection, key: LQKey) -> dict[str, Any]:
-    """Pending / reserving / admitted counts and held quota of one LocalQueue's workloads."""
-    pending = reserving = admitted = 0
-    reservation: dict[FR, int] = {}
-    usage: dict[FR, int] = {}
-    for wl in p.by_lq.get(key, {}):
-        wv = p.workloads[wl]
-        if wv.holding:
-            reserving += 1
-            assert wv.usage is not None
-            for fr, v in wv.usage.items():
-                reservation[fr] = reservation.get(fr, 0) + v
-            if wv.admitted:
-                admitted += 1
-                for fr, v in wv.usage.items():
-                    usage[fr] = usage.get(fr, 0) + v
-        elif wv.active:
-            pending += 1
-    return {"pending": pending, "reserving": reserving, "admitted": admitted, "reservation": reservation, "usage": usage}
+    """Pending / reserving / admitted counts and held quota of one LocalQueue's workloads (kept
+    by the fold: projections/local_queue_counts.py)."""
+    c = p.lq_counts.get(key)
+    if c is None:
+        return {"pending": 0, "reserving": 0, "admitted": 0, "reservation": {}, "usage": {}}
+    return {"pending": c.pending, "reserving": c.reserving, "admitted": c.admitted, "reservation": c.reservation, "usage": c.usage}
 
 
 def local_queue_active(p: Projection, key: LQKey) -> tuple[bool, str, str]:
