@@ -242,6 +242,11 @@ class Scheduler:
             # requeueing the workload); each starts past where the previous one stopped.
             if not full.assignment.pending_flavors() or resumes >= _MAX_RESUMES:
                 return Entry(cq, ws, best.assignment)
+            if resumes == 0:
+                # Kueue's next cycle resumes from this cycle's scan: if the workload is tried
+                # again within this input event, the cluster changed since (this cycle's
+                # preemptions or admissions), and that cycle resumes from here.
+                ws.resume_flavors = (self.state.offset, full.assignment.tried)
             resumes += 1
             resume = full.assignment.tried
             full = self._try_once(cq, ws, assigner, None, search, resume)
