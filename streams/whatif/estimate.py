@@ -142,8 +142,8 @@ class _Watching(Engine):
         super().__init__()
         self.last_word: dict[str, str] = {}
 
-    def apply(self, event: Any, offset: int) -> list[Decision]:
-        made = super().apply(event, offset)
+    def apply(self, event: Any, offset: int, log_time: int | None = None) -> list[Decision]:
+        made = super().apply(event, offset, log_time)
         for d in made:
             if d.workload is not None and type(d) in (Pending, Rejected):
                 self.last_word[d.workload] = d.message  # type: ignore[attr-defined]
@@ -244,7 +244,7 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
     admitted_ahead: list[dict[str, Any]] = []
     admitted_at: int | None = None
     admitted_cq: str | None = None
-    offset = recorded.events
+    offset = records[-1].offset + 1
     events = 0
     last_word = engine.last_word.get(target)
     enc = msgspec.json.encode

@@ -62,7 +62,7 @@ def _run(records: list[TimedRecord], changes: list[Change], *, bins: int, top: i
             path = Path(write_events)
             if len(changes) > 1:
                 path = path.with_name(f"{path.stem}.{i}{path.suffix}")
-            _write(path, sim.log)
+            _write(path, sim.log, sim.log_times or [])
         sims.append((change, sim))
     start, end = window(recorded.measure, *(s.measure for _, s in sims))
     warnings = []
@@ -88,11 +88,12 @@ def _run(records: list[TimedRecord], changes: list[Change], *, bins: int, top: i
     }
 
 
-def _write(path: Path, log: list[Any]) -> None:
+def _write(path: Path, log: list[Any], log_times: list[int | None]) -> None:
+    """As `quotaflow export` writes a log: each record with the log time the engine was given."""
     from streams.log.event_files import export_line
 
     enc = msgspec.json.Encoder()
     with path.open("wb") as f:
-        for event in log:
+        for event, log_time in zip(log, log_times, strict=True):
             raw = event if isinstance(event, bytes) else enc.encode(event) if isinstance(event, dict) else b""
-            f.write(export_line(raw) + b"\n")
+            f.write(export_line(raw, log_time) + b"\n")
