@@ -14,14 +14,15 @@ import msgspec
 from domain.timestamps import format_time
 from streams.whatif.changes import Change, ChangeError
 from streams.whatif.compare import moved, window, world
-from streams.whatif.simulation import Recorded, Sim, record, rewrite, simulate
+from streams.whatif.simulation import Lifecycle, Sim, record, rewrite, simulate
 from streams.whatif.source import TimedRecord
 
 
-def check_changes(records: list[TimedRecord], recorded: Recorded, changes: list[Change]) -> None:
-    """Every change meets the log before any is simulated, so a bad one stops the run at once."""
+def check_changes(records: list[TimedRecord], changes: list[Change]) -> None:
+    """Every change meets the log before anything is replayed, so a bad one stops the run at
+    once (what the change meets is the configuration, not the launcher's lifecycle)."""
     for change in changes:
-        rewrite(records, change, recorded.lifecycle)
+        rewrite(records, change, Lifecycle())
 
 
 def run(records: list[TimedRecord], changes: list[Change], *, bins: int = 60, top: int = 10,
@@ -46,11 +47,11 @@ def run(records: list[TimedRecord], changes: list[Change], *, bins: int = 60, to
 
 def _run(records: list[TimedRecord], changes: list[Change], *, bins: int, top: int, write_events: str | None,
          say: Callable[[str], None], decisions: dict[int, list[Any]] | None) -> dict[str, Any]:
+    check_changes(records, changes)
     t0 = time.perf_counter()
     recorded = record(records, decisions=decisions)
     how = "read from the decision log" if decisions is not None else "replayed"
     say(f"recorded world: {len(records)} events {how} in {time.perf_counter() - t0:.1f} s")
-    check_changes(records, recorded, changes)
     sims: list[tuple[Change, Sim]] = []
     for i, change in enumerate(changes):
         t1 = time.perf_counter()

@@ -182,3 +182,37 @@ async def read_decisions(url: str, n_inputs: int) -> dict[int, list[Any]] | None
     # Complete when the agent decided the last input event; one that decides nothing (a valid
     # configuration change) cannot show it, so the recorded world is then replayed.
     return out if last == n_inputs - 1 else None
+
+
+def read_decision_file(path: str | Path, records: list[TimedRecord]) -> dict[int, list[Any]]:
+    """The recorded world's decisions from a file of JSON Lines (what `quotaflow replay FILE`
+    prints, or `quotaflow watch -o json` of the agent that decided the log), by input offset.
+    They must be the decisions of these very records: each one's cause an offset of the log, and
+    the last record decided. A line of a decision type this version does not know is skipped."""
+    from domain.decisions import decode
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"cannot read {p}: {exc.strerror or exc}") from None
+    offsets = {r.offset for r in records}
+    out: dict[int, list[Any]] = {}
+    for n, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = decode(line)
+        except msgspec.ValidationError:
+            continue  # a decision type this version does not know
+        except msgspec.DecodeError as exc:
+            raise SourceError(f"{p}:{n}: not a decision: {exc}") from None
+        if d.cause.offset not in offsets:
+            raise SourceError(f"{p}:{n}: a decision of offset {d.cause.offset}, which the events file does not have: "
+                              "these are not its decisions")
+        out.setdefault(d.cause.offset, []).append(d)
+    if records and records[-1].offset not in out:
+        last = max(out, default=None)
+        raise SourceError(f"{p} does not decide the whole events file: its last decision is of offset {last}, the "
+                          f"file goes on to offset {records[-1].offset} (`quotaflow replay FILE` prints them all)")
+    return out
