@@ -427,6 +427,21 @@ class _Pending:
 
 
 _encode = msgspec.json.encode
+_days: dict[int, str] = {}  # "YYYY-MM-DDT" of a day since the epoch
+
+
+def event_time_text(micros: int) -> str:
+    """`format_time(micros)`, the same text, without a datetime per call: a moved event's
+    `time` is written once per synthesized event, which would otherwise cost a tenth of a replay."""
+    seconds, micro = divmod(micros, 1_000_000)
+    day, second = divmod(seconds, 86_400)
+    prefix = _days.get(day)
+    if prefix is None:
+        prefix = _days[day] = format_time(day * 86_400_000_000)[:11]
+    hour, second = divmod(second, 3600)
+    minute, second = divmod(second, 60)
+    return f"{prefix}{hour:02d}:{minute:02d}:{second:02d}.{micro:06d}Z" if micro else \
+        f"{prefix}{hour:02d}:{minute:02d}:{second:02d}Z"
 
 
 def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, keep_log: bool = False,
@@ -466,7 +481,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
         else:
             key = (when, cur[1], 1) if when == cur[0] else (when, -1, 0)
             # Moved or new: encoded, so the engine reads it as it reads the recorded bytes.
-            value = {**info.value, "time": format_time(when)} if info is not None else fresh()  # type: ignore[misc]
+            value = {**info.value, "time": event_time_text(when)} if info is not None else fresh()  # type: ignore[misc]
             ev = _encode(value)
         heapq.heappush(heap, (key, seq, _Pending(kind, w, tokens.get(w, 0), ev, value, pos, info.pos[0] if info else -1,
                                                  log_time)))
@@ -527,7 +542,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
 
                     def fresh_ready(w: str = w, k: int = k, when: int = when) -> dict[str, Any]:
                         ns, _, name = w.partition("/")
-                        return {"type": "WorkloadPodsReady", "namespace": ns, "name": name, "time": format_time(when),
+                        return {"type": "WorkloadPodsReady", "namespace": ns, "name": name, "time": event_time_text(when),
                                 "id": f"whatif/WorkloadPodsReady/{ns}/{name}/{k}"}
 
                     schedule("ready", w, when, None, fresh_ready)
@@ -556,7 +571,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
 
             def fresh(w: str = w, n: int = n, when: int = when) -> dict[str, Any]:
                 ns, _, name = w.partition("/")
-                return {"type": "WorkloadReleased", "namespace": ns, "name": name, "time": format_time(when),
+                return {"type": "WorkloadReleased", "namespace": ns, "name": name, "time": event_time_text(when),
                         "id": f"whatif/WorkloadReleased/{ns}/{name}/{n}"}
 
             schedule("release", w, when, info, fresh)

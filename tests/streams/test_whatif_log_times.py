@@ -173,3 +173,13 @@ def test_a_sqlite_log_gives_each_record_its_log_time(tmp_path: Path) -> None:
     first, second = asyncio.run(read_log(url))
     assert first.log_time is not None and first.time == first.log_time
     assert second.time == max(first.time, T0)  # its own time first, never before the record before it
+
+
+def test_a_moved_events_time_is_written_as_the_engine_writes_times() -> None:
+    from domain.timestamps import format_time
+    from streams.whatif.simulation import event_time_text
+
+    rng = random.Random(9)
+    samples = [0, 1, 999_999, 1_000_000, -1, -86_400_000_001, T0, T0 + 86_399_999_999, 253_402_300_799_000_000]
+    samples += [rng.randrange(-10**16, 10**17) for _ in range(2000)]
+    assert [event_time_text(t) for t in samples] == [format_time(t) for t in samples]
