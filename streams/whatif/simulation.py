@@ -27,8 +27,8 @@ after the delay of the matching recorded release (the k-th eviction of that work
 the median recorded delay when the recorded world had no such eviction (and never when it had
 one that was not released); a finished workload is
 cleaned up after its recorded delay; the k-th admission of a workload has its pods reported ready
-after the delay of the recorded k-th run's report (or, when that run had none, of the workload's
-last recorded report; a workload whose pods were never reported ready gets no report).
+after the delay of the recorded k-th run's report (none when that run had none; a run the
+recorded world did not have, after the delay of the workload's last recorded report, if any).
 
 **Time.** Each event reaches the engine with its log time, as in a replay: a recorded record with
 its own (so time-driven rules, `Tick`s included, see the times they saw), a synthesized one
@@ -118,6 +118,7 @@ class Lifecycle:
     evictions: set[tuple[Pos, int]] = field(default_factory=set)  # (incarnation, k-th eviction), all of them
     ready: dict[tuple[Pos, int], Synth] = field(default_factory=dict)  # (incarnation, k-th admission)
     last_ready: dict[Pos, Synth] = field(default_factory=dict)  # an incarnation's last one
+    admissions: dict[Pos, int] = field(default_factory=dict)  # an incarnation's recorded admissions
     dropped: set[Pos] = field(default_factory=set)  # the positions of all of them
 
     @property
@@ -253,11 +254,14 @@ def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] =
             if measure.start is None:
                 measure.item(item, now, w)
         for d in engine.apply(rec.event, rec.offset, rec.log_time) if engine is not None else decisions.get(rec.offset, ()):  # type: ignore[union-attr]
-            if tracker.decided(d, now) == "evicted":
+            what = tracker.decided(d, now)
+            if what == "evicted" or what == "admitted":
                 w = d.workload
                 inc = tracker.incarnation.get(w)  # type: ignore[arg-type]
-                if inc is not None:
+                if inc is not None and what == "evicted":
                     life.evictions.add((inc, tracker.evictions.get(w, 0)))  # type: ignore[arg-type]
+                elif inc is not None:
+                    life.admissions[inc] = tracker.admissions.get(w, 0)  # type: ignore[arg-type]
             measure.decision(d, now)
     measure.close(records[-1].time if records else 0)
     return Recorded(life, measure, len(records), tracker)
@@ -537,7 +541,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                 ready = life.ready.get((inc, k))
                 if ready is not None:
                     schedule("ready", w, now + ready.delay, ready)
-                elif inc in life.last_ready:
+                elif inc in life.last_ready and k > life.admissions.get(inc, 0):  # a run the log never had
                     when = now + life.last_ready[inc].delay
 
                     def fresh_ready(w: str = w, k: int = k, when: int = when) -> dict[str, Any]:
