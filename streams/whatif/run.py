@@ -14,7 +14,7 @@ import msgspec
 from domain.timestamps import format_time
 from streams.whatif.changes import Change, ChangeError
 from streams.whatif.compare import moved, window, world
-from streams.whatif.simulation import Lifecycle, Sim, record, rewrite, simulate
+from streams.whatif.simulation import Lifecycle, Sim, index_at, record, rewrite, simulate
 from streams.whatif.source import TimedRecord
 
 
@@ -49,7 +49,9 @@ def _run(records: list[TimedRecord], changes: list[Change], *, bins: int, top: i
          say: Callable[[str], None], decisions: dict[int, list[Any]] | None) -> dict[str, Any]:
     check_changes(records, changes)
     t0 = time.perf_counter()
-    recorded = record(records, decisions=decisions)
+    # A sweep's worlds share their change point: the recorded world keeps its prefix up to it.
+    points = {index_at(records, change) for change in changes}
+    recorded = record(records, decisions=decisions, keep_prefix=points.pop() if len(points) == 1 else 0)
     how = "read from the decision log" if decisions is not None else "replayed"
     say(f"recorded world: {len(records)} events {how} in {time.perf_counter() - t0:.1f} s")
     sims: list[tuple[Change, Sim]] = []

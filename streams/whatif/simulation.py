@@ -197,24 +197,46 @@ def items_of(rec: TimedRecord) -> list[tuple[int, dict[str, Any]]]:
 
 
 @dataclass
+class Prefix:
+    """The recorded world up to a change point (`records[:index]`): its decisions by offset, and
+    the engine's snapshot there. A changed world is the recorded one until its change point, so
+    it takes these decisions instead of deciding them again, and its engine starts from the
+    snapshot: the prefix is folded once for both worlds."""
+
+    index: int
+    decisions: dict[int, list[Decision]]
+    snapshot: bytes
+
+
+@dataclass
 class Recorded:
     lifecycle: Lifecycle
     measure: Measure
     events: int
     tracker: Tracker | None = None  # each workload's state at the end of the log
+    prefix: Prefix | None = None
 
 
 def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] = Engine,
-           decisions: dict[int, list[Decision]] | None = None) -> Recorded:
+           decisions: dict[int, list[Decision]] | None = None, keep_prefix: int = 0) -> Recorded:
     """Replay the recorded log as it is, measure it, and read its launcher's lifecycle. With
-    `decisions` (the decision log, by input offset: what the agent decided) nothing is replayed."""
+    `decisions` (the decision log, by input offset: what the agent decided) nothing is replayed.
+    `keep_prefix`: a change point (an index in `records`) whose `Prefix` to keep, when the
+    records before it hold all their offsets (a log with gaps numbers its changed world apart)."""
     engine = engine_factory() if decisions is None else None
     tracker = Tracker()
     life = Lifecycle()
     measure = Measure()
     seen_ids: set[str] = set()
-    for rec in records:
+    prefix: Prefix | None = None
+    if engine is not None and 0 < keep_prefix < len(records) and records[keep_prefix - 1].offset == keep_prefix - 1:
+        prefix = Prefix(keep_prefix, {}, b"")
+    for i, rec in enumerate(records):
         now = rec.time
+        if prefix is not None and i == prefix.index:
+            from domain.snapshot import dump
+
+            prefix.snapshot = dump(engine)  # type: ignore[arg-type]
         for idx, item in items_of(rec):
             eid = item.get("id")
             if isinstance(eid, str):
@@ -253,7 +275,10 @@ def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] =
                 continue
             if measure.start is None:
                 measure.item(item, now, w)
-        for d in engine.apply(rec.event, rec.offset, rec.log_time) if engine is not None else decisions.get(rec.offset, ()):  # type: ignore[union-attr]
+        made = engine.apply(rec.event, rec.offset, rec.log_time) if engine is not None else decisions.get(rec.offset, ())  # type: ignore[union-attr]
+        if prefix is not None and i < prefix.index:
+            prefix.decisions[rec.offset] = list(made)
+        for d in made:
             what = tracker.decided(d, now)
             if what == "evicted" or what == "admitted":
                 w = d.workload
@@ -264,7 +289,7 @@ def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] =
                     life.admissions[inc] = tracker.admissions.get(w, 0)  # type: ignore[arg-type]
             measure.decision(d, now)
     measure.close(records[-1].time if records else 0)
-    return Recorded(life, measure, len(records), tracker)
+    return Recorded(life, measure, len(records), tracker, prefix)
 
 
 # -- the changed world ---------------------------------------------------------------------------
@@ -283,7 +308,7 @@ class Slot:
     touched: bool = False  # the change replaced a configuration object in it
 
 
-def _index_at(records: list[TimedRecord], change: Change) -> int:
+def index_at(records: list[TimedRecord], change: Change) -> int:
     at = change.at
     if at.offset is not None:
         return next((i for i, r in enumerate(records) if r.offset >= at.offset), len(records))
@@ -312,7 +337,7 @@ def rewrite(records: list[TimedRecord], change: Change, life: Lifecycle) -> list
     by_key: dict[str, list[Op]] = {}
     for op in change.ops:
         by_key.setdefault(op.key, []).append(op)
-    start = _index_at(records, change)
+    start = index_at(records, change)
     exists: dict[str, dict[str, Any]] = {}  # recorded objects that exist at the change point
     applied_later: set[str] = set()
     for i, rec in enumerate(records):
@@ -453,7 +478,20 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
              max_events: int | None = None) -> Sim:
     life = recorded.lifecycle
     slots = rewrite(records, change, life)
-    engine = engine_factory()
+    # Until its change point the changed world is the recorded one: its decisions are read from
+    # the recorded world's prefix, and the engine starts there from its snapshot.
+    prefix = recorded.prefix
+    if prefix is not None and index_at(records, change) != prefix.index:
+        prefix = None
+    boundary: tuple[int, int, int] | None = None
+    engine: Engine | None
+    if prefix is not None:
+        start = records[prefix.index]
+        t0 = max(change.at.time, records[prefix.index - 1].time) if change.at.time is not None else start.time
+        boundary = (t0, start.offset, -1)  # the first key at or after the change point
+        engine = None
+    else:
+        engine = engine_factory()
     tracker = Tracker()
     measure = Measure()
     heap: list[tuple[tuple[int, int, int], int, _Pending]] = []
@@ -524,7 +562,8 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
             log_times.append(log_time)
         origins.append(origin)
         evicted: list[str] = []
-        for d in engine.apply(event, offset, log_time):
+        made = engine.apply(event, offset, log_time) if engine is not None else prefix.decisions.get(origin, ())  # type: ignore[union-attr]
+        for d in made:
             what = tracker.decided(d, now)
             measure.decision(d, now)
             w = d.workload
@@ -590,6 +629,11 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
         slot = slots[i] if i < len(slots) else None
         if slot is None and not heap:
             break
+        if boundary is not None and min(slot.key if slot is not None else boundary, heap[0][0] if heap else boundary) >= boundary:
+            from domain.snapshot import load
+
+            engine = load(prefix.snapshot)  # type: ignore[union-attr]
+            boundary = None
         if slot is not None and (not heap or slot.key <= heap[0][0]):
             cur = slot.key
             now = slot.key[0]
