@@ -22,6 +22,9 @@ def check_changes(records: list[TimedRecord], changes: list[Change]) -> None:
     """Every change meets the log before anything is replayed, so a bad one stops the run at
     once (what the change meets is the configuration, not the launcher's lifecycle)."""
     for change in changes:
+        if records and index_at(records, change) >= len(records):
+            raise ChangeError(f"{change.at.describe()} is after the log's last event (offset {records[-1].offset}, "
+                              f"{format_time(records[-1].time)}): the change would change nothing")
         rewrite(records, change, Lifecycle())
 
 

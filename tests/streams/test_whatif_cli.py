@@ -85,6 +85,8 @@ def test_the_changed_worlds_log_can_be_written_and_replayed(log_file: Path, tmp_
         (["--set", "clusterqueue/team-a.nominal"], "expected KIND/NAME.FIELD=VALUE"),
         (["--set", "clusterqueue/team-a.nominal=cpu:lots"], "neither a quantity nor xFACTOR"),
         (["--at", "yesterday"], "expected an input offset"),
+        (["--set", "clusterqueue/team-a.nominal=cpu:x2", "--at", "2030-01-01T00:00:00Z"], "after the log's last event"),
+        (["--set", "clusterqueue/team-a.nominal=cpu:x2", "--at", "7"], "after the log's last event (offset 6"),
     ],
 )
 def test_an_invalid_change_is_refused_before_the_replay(log_file: Path, args: list[str], message: str) -> None:
