@@ -42,7 +42,13 @@ def register(app: typer.Typer) -> None:
         from streams.whatif.changes import ChangeError, parse_at, sweep
         from streams.whatif.run import run
         from streams.whatif.simulation import Stalled
-        from streams.whatif.source import SourceError, read_decision_file, read_decisions, read_file, read_log
+        from streams.whatif.source import (
+            SourceError,
+            read_decision_file,
+            read_decisions,
+            read_file,
+            read_log,
+        )
 
         try:
             changes = sweep([str(p) for p in change or []], list(set_ or []), parse_at(at))

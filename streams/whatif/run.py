@@ -14,7 +14,14 @@ import msgspec
 from domain.timestamps import format_time
 from streams.whatif.changes import Change, ChangeError
 from streams.whatif.compare import moved, window, world
-from streams.whatif.simulation import Lifecycle, Sim, index_at, record, rewrite, simulate
+from streams.whatif.simulation import (
+    Lifecycle,
+    Sim,
+    index_at,
+    record,
+    rewrite,
+    simulate,
+)
 from streams.whatif.source import TimedRecord
 
 

@@ -63,10 +63,26 @@ from typing import Any
 
 import msgspec
 
-from domain.decisions import Admitted, Decision, Deleted, Evicted, Finished, Preempted, QuotaReleased, QuotaReserved
+from domain.decisions import (
+    Admitted,
+    Decision,
+    Deleted,
+    Evicted,
+    Finished,
+    Preempted,
+    QuotaReleased,
+    QuotaReserved,
+)
 from domain.engine import Engine
 from domain.timestamps import format_time
-from streams.whatif.changes import Change, ChangeError, Op, check_object, default_configuration, key_of_object
+from streams.whatif.changes import (
+    Change,
+    ChangeError,
+    Op,
+    check_object,
+    default_configuration,
+    key_of_object,
+)
 from streams.whatif.changes import object_key as config_key
 from streams.whatif.measure import Measure
 from streams.whatif.source import Event, TimedRecord

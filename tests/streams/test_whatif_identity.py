@@ -14,10 +14,10 @@ from whatif_helpers import KeepingEngine
 from devtools.generate import generated_events, write_jsonl
 from devtools.timed_stream import recorded_log
 from domain.engine import Engine
+from domain.timestamps import format_time
 from streams.log import Message, Topics, open_log
 from streams.log.event_files import read_events
 from streams.settings import Settings
-from domain.timestamps import format_time
 from streams.whatif.changes import At, Change, parse_at, sweep
 from streams.whatif.simulation import record, simulate
 from streams.whatif.source import read_file, read_log
