@@ -17,17 +17,19 @@ generated beforehand and untimed. Timed:
 - `replay-cli` and `whatif-x1.5-file`: the commands' whole work from an events file on disk:
   `quotaflow replay FILE` (reading the file, folding, encoding and writing every decision, to a
   null sink) and `quotaflow whatif FILE --set ...` (reading the file, both worlds, the report
-  encoded as JSON).
+  encoded as JSON);
+- `whatif-x1.5-file-decided`: `quotaflow whatif FILE --decisions DECISIONS --set ...`, the
+  recorded world read from the file's decisions (written beforehand, untimed, next to FILE as
+  FILE.decisions.jsonl and kept with `--events`).
 
 `--cases` picks cases (comma-separated); `--events FILE` keeps the generated log in FILE and
 reads it back on the next run instead of generating it again (generating costs about a replay).
 
-From an events file a what-if run replays the log twice (the recorded world, to learn its
+From an events file alone a what-if run replays the log twice (the recorded world, to learn its
 runtimes and measure it, then the changed world) plus the simulation's own work, so its floor is
-about 2× a replay; from a log whose decisions cover the input, the recorded world is read, not
-replayed. The
-issue asks for at most 2× at 1,000,000 events; on a shared 2-core machine this measures what
-`--workloads` allows and prints the size it measured.
+about 2× a replay; from a log whose decisions cover the input (or an events file with its
+decisions), the recorded world is read, not replayed. The engine runs compiled when domain/ is
+built (`make compile`), else from its sources; the output says which.
 """
 
 from __future__ import annotations
@@ -44,10 +46,10 @@ import msgspec
 from devtools.timed_stream import recorded_log
 from domain.decisions import decode, encode
 from domain.engine import Engine
-from streams.log.event_files import read_events
+from streams.log.event_files import positioned_events, read_events
 from streams.whatif.changes import At, Change, sweep
 from streams.whatif.run import run
-from streams.whatif.source import read_file, timed
+from streams.whatif.source import read_decision_file, read_file, timed
 
 
 def cpu(fn) -> float:  # noqa: ANN001
@@ -64,7 +66,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--cases", default="replay,whatif-none,whatif-x1.5,whatif-x1.5-decided",
-                        help="comma-separated; also replay-cli, whatif-x1.5-file")
+                        help="comma-separated; also replay-cli, whatif-x1.5-file, whatif-x1.5-file-decided")
     parser.add_argument("--events", type=Path, default=None, help="keep the generated log here (.jsonl), reuse it")
     args = parser.parse_args()
     t0 = time.perf_counter()
@@ -86,21 +88,34 @@ def main() -> None:
         for i, e in enumerate(events):
             engine.apply(e, i)
 
-    def replay_cli() -> None:
-        engine = Engine()
-        with open("/dev/null", "wb") as sink:
-            write = sink.write
-            for i, e in enumerate(read_events(path)):
-                for d in engine.apply(e, i):
-                    write(encode(d))
-                    write(b"\n")
-
     changed = sweep([], ["clusterqueue/team-a.nominal=cpu:x1.5"], At())[0]
     wanted = args.cases.split(",")
+    decisions_path = path.with_name(path.name + ".decisions.jsonl")
+    # `quotaflow replay FILE > DECISIONS`: the first replay-cli writes the decisions the
+    # file-decided case reads (the same work as writing them to /dev/null).
+    keep_decisions = "whatif-x1.5-file-decided" in wanted and not decisions_path.is_file()
+
+    def replay_cli() -> None:
+        nonlocal keep_decisions
+        engine = Engine()
+        with open(decisions_path if keep_decisions else "/dev/null", "wb") as sink:
+            write = sink.write
+            for offset, e, log_time in positioned_events(path):
+                for d in engine.apply(e, offset, log_time):
+                    write(encode(d))
+                    write(b"\n")
+        keep_decisions = False
+
     decision_log: list[tuple[int, bytes]] = []
     if "whatif-x1.5-decided" in wanted:
         engine = Engine()
         decision_log = [(i, encode(d)) for i, e in enumerate(events) for d in engine.apply(e, i)]
+    if keep_decisions and "replay-cli" not in wanted:
+        replay_cli()
+
+    def from_file_and_decisions() -> None:
+        records = read_file(path)
+        msgspec.json.encode(run(records, [changed], decisions=read_decision_file(decisions_path, records)))
 
     def from_decision_log() -> None:
         by_offset: dict[int, list] = {}
@@ -115,8 +130,11 @@ def main() -> None:
         "whatif-x1.5-decided": from_decision_log,
         "replay-cli": replay_cli,
         "whatif-x1.5-file": lambda: msgspec.json.encode(run(read_file(path), [changed])),
+        "whatif-x1.5-file-decided": from_file_and_decisions,
     }
     cases = {k: v for k, v in cases.items() if k in wanted}
+    if "replay-cli" in cases and "whatif-x1.5-file-decided" in cases:  # the decisions first
+        cases = {"replay-cli": cases.pop("replay-cli"), **cases}
     best: dict[str, float] = {}
     for r in range(args.rounds):
         for name, fn in cases.items():
@@ -125,11 +143,15 @@ def main() -> None:
             print(f"round {r + 1}: {name:12} {s:7.2f} s CPU")
     # Each what-if against the replay of its kind: in memory against the engine's fold, from a
     # file against `quotaflow replay FILE`.
-    ratio = {k: best[k] / best[base] for k in best for base in (("replay-cli",) if k.endswith("-file") else ("replay",))
+    ratio = {k: best[k] / best[base] for k in best for base in (("replay-cli",) if "-file" in k else ("replay",))
              if k not in ("replay", "replay-cli") and base in best}
-    result = {"events": len(events), "workloads": args.workloads, "cpu_s": best, "ratio": ratio}
+    from domain._engine_form import running_compiled
+
+    engine_form = "compiled" if running_compiled() else "interpreted"
+    result = {"events": len(events), "workloads": args.workloads, "engine": engine_form, "cpu_s": best, "ratio": ratio}
+    print(f"engine: {engine_form}")
     for k, v in ratio.items():
-        base = "quotaflow replay FILE" if k.endswith("-file") else "the engine's fold"
+        base = "quotaflow replay FILE" if "-file" in k else "the engine's fold"
         print(f"{k}: {v:.2f}× {base} ({len(events)} events; goal ≤ 2× at 1,000,000)")
     if args.json:
         print(json.dumps(result))

@@ -26,6 +26,9 @@ def register(app: typer.Typer) -> None:
         write_events: Path = typer.Option(None, "--write-events", help="write the changed world's input log here "
                                           "(.jsonl; one file per change, numbered, in a sweep)"),
         html_out: Path = typer.Option(None, "--html", help="also write a self-contained HTML report with plots here"),
+        decisions_file: Path = typer.Option(None, "--decisions", help="the events file's decisions (JSON Lines, as "
+                                            "`quotaflow replay EVENTS_FILE` prints them): the recorded world is read "
+                                            "from them instead of replayed"),
         replay_recorded: bool = typer.Option(False, "--replay-recorded", help="replay the recorded world even when the "
                                              "decision log covers the input log (a log decided by another engine version)"),
         broker: str = broker_option(),
@@ -39,7 +42,13 @@ def register(app: typer.Typer) -> None:
         from streams.whatif.changes import ChangeError, parse_at, sweep
         from streams.whatif.run import run
         from streams.whatif.simulation import Stalled
-        from streams.whatif.source import SourceError, read_decisions, read_file, read_log
+        from streams.whatif.source import (
+            SourceError,
+            read_decision_file,
+            read_decisions,
+            read_file,
+            read_log,
+        )
 
         try:
             changes = sweep([str(p) for p in change or []], list(set_ or []), parse_at(at))
@@ -47,8 +56,12 @@ def register(app: typer.Typer) -> None:
             raise fail("whatif", str(exc), 2) from None
         decisions = None
         try:
+            if decisions_file is not None and events_file is None:
+                raise fail("whatif", "--decisions goes with an events file (from --broker the decision log is read)", 2)
             if events_file is not None:
                 records = read_file(events_file)
+                if decisions_file is not None and not replay_recorded:
+                    decisions = read_decision_file(decisions_file, records)
             else:
                 records = asyncio.run(read_log(broker))
                 if not replay_recorded:

@@ -142,8 +142,8 @@ class _Watching(Engine):
         super().__init__()
         self.last_word: dict[str, str] = {}
 
-    def apply(self, event: Any, offset: int) -> list[Decision]:
-        made = super().apply(event, offset)
+    def apply(self, event: Any, offset: int, log_time: int | None = None) -> list[Decision]:
+        made = super().apply(event, offset, log_time)
         for d in made:
             if d.workload is not None and type(d) in (Pending, Rejected):
                 self.last_word[d.workload] = d.message  # type: ignore[attr-defined]
@@ -212,6 +212,10 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
     overdue: list[str] = []
     never_finish: list[str] = []
     release_delay = recorded.lifecycle.release_delay
+    # A launcher reports a run's pods ready (waitForPodsReady): after the log's median delay from
+    # an admission to its report, where the log has any (else no report, as in the log).
+    ready_delays = sorted(r.delay for r in recorded.lifecycle.ready.values())
+    ready_delay = ready_delays[(len(ready_delays) - 1) // 2] if ready_delays else None
 
     def schedule_finish(w: str, admitted: int) -> None:
         nonlocal seq
@@ -226,6 +230,12 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
         heapq.heappush(heap, (when, seq, "finish", w, tokens.get(w, 0)))
         seq += 1
 
+    def schedule_ready(w: str, admitted: int) -> None:
+        nonlocal seq
+        if ready_delay is not None:
+            heapq.heappush(heap, (max(admitted + ready_delay, now), seq, "ready", w, tokens.get(w, 0)))
+            seq += 1
+
     def schedule_release(w: str, evicted: int) -> None:
         nonlocal seq
         heapq.heappush(heap, (max(evicted + release_delay, now), seq, "release", w, tokens.get(w, 0)))
@@ -237,6 +247,9 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
         if s == "running":
             running_since[w] = tracker.admitted_at[w]
             schedule_finish(w, tracker.admitted_at[w])
+            inc = tracker.incarnation.get(w)
+            if inc is not None and (inc, tracker.admissions.get(w, 0)) not in recorded.lifecycle.ready:
+                schedule_ready(w, tracker.admitted_at[w])  # not reported yet
         elif s == "evicted":
             schedule_release(w, tracker.evicted_at.get(w, now))
 
@@ -244,26 +257,26 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
     admitted_ahead: list[dict[str, Any]] = []
     admitted_at: int | None = None
     admitted_cq: str | None = None
-    offset = recorded.events
+    offset = records[-1].offset + 1
     events = 0
     last_word = engine.last_word.get(target)
     enc = msgspec.json.encode
     while heap and admitted_at is None:
         when, _, kind, w, token = heapq.heappop(heap)
-        if tokens.get(w, 0) != token or tracker.state.get(w) != ("running" if kind == "finish" else "evicted"):
+        if tokens.get(w, 0) != token or tracker.state.get(w) != ("evicted" if kind == "release" else "running"):
             continue
         events += 1
         if events > max_events:
             raise EstimateError(f"the simulation ran {max_events} events without settling (workloads keep "
                                 "preempting each other)")
         ns, _, name = w.partition("/")
-        typ = "WorkloadFinished" if kind == "finish" else "WorkloadReleased"
+        typ = {"finish": "WorkloadFinished", "release": "WorkloadReleased", "ready": "WorkloadPodsReady"}[kind]
         raw = enc({"type": typ, "namespace": ns, "name": name, "time": format_time(when),
                    "id": f"estimate/{typ}/{w}/{seq}"})
         seq += 1
         if kind == "release":
             first.append({"workload": w, "event": "released", "at": format_time(when), "clusterQueue": cq_of.get(w)})
-        else:
+        elif kind == "finish":
             r = runtime(w)
             first.append({"workload": w, "event": "finishes", "at": format_time(when), "clusterQueue": cq_of.get(w),
                           "runtimeSeconds": r.seconds, "runtimeBasis": r.basis, "samples": r.samples,
@@ -284,6 +297,7 @@ def estimate(records: list[TimedRecord], target: str, *, now: int | None = None,
                     # (a workload preempted and admitted again appears once, at its first admission)
                     admitted_ahead.append({"workload": dw, "at": format_time(when), "clusterQueue": d.clusterQueue})  # type: ignore[attr-defined]
                     schedule_finish(dw, when)
+                    schedule_ready(dw, when)
             elif what == "evicted":
                 tokens[dw] = tokens.get(dw, 0) + 1
                 if type(d) is Preempted and d.preemptor == target:

@@ -14,14 +14,25 @@ import msgspec
 from domain.timestamps import format_time
 from streams.whatif.changes import Change, ChangeError
 from streams.whatif.compare import moved, window, world
-from streams.whatif.simulation import Recorded, Sim, record, rewrite, simulate
+from streams.whatif.simulation import (
+    Lifecycle,
+    Sim,
+    index_at,
+    record,
+    rewrite,
+    simulate,
+)
 from streams.whatif.source import TimedRecord
 
 
-def check_changes(records: list[TimedRecord], recorded: Recorded, changes: list[Change]) -> None:
-    """Every change meets the log before any is simulated, so a bad one stops the run at once."""
+def check_changes(records: list[TimedRecord], changes: list[Change]) -> None:
+    """Every change meets the log before anything is replayed, so a bad one stops the run at
+    once (what the change meets is the configuration, not the launcher's lifecycle)."""
     for change in changes:
-        rewrite(records, change, recorded.lifecycle)
+        if records and index_at(records, change) >= len(records):
+            raise ChangeError(f"{change.at.describe()} is after the log's last event (offset {records[-1].offset}, "
+                              f"{format_time(records[-1].time)}): the change would change nothing")
+        rewrite(records, change, Lifecycle())
 
 
 def run(records: list[TimedRecord], changes: list[Change], *, bins: int = 60, top: int = 10,
@@ -46,11 +57,13 @@ def run(records: list[TimedRecord], changes: list[Change], *, bins: int = 60, to
 
 def _run(records: list[TimedRecord], changes: list[Change], *, bins: int, top: int, write_events: str | None,
          say: Callable[[str], None], decisions: dict[int, list[Any]] | None) -> dict[str, Any]:
+    check_changes(records, changes)
     t0 = time.perf_counter()
-    recorded = record(records, decisions=decisions)
+    # A sweep's worlds share their change point: the recorded world keeps its prefix up to it.
+    points = {index_at(records, change) for change in changes}
+    recorded = record(records, decisions=decisions, keep_prefix=points.pop() if len(points) == 1 else 0)
     how = "read from the decision log" if decisions is not None else "replayed"
     say(f"recorded world: {len(records)} events {how} in {time.perf_counter() - t0:.1f} s")
-    check_changes(records, recorded, changes)
     sims: list[tuple[Change, Sim]] = []
     for i, change in enumerate(changes):
         t1 = time.perf_counter()
@@ -62,7 +75,7 @@ def _run(records: list[TimedRecord], changes: list[Change], *, bins: int, top: i
             path = Path(write_events)
             if len(changes) > 1:
                 path = path.with_name(f"{path.stem}.{i}{path.suffix}")
-            _write(path, sim.log)
+            _write(path, sim.log, sim.log_times or [])
         sims.append((change, sim))
     start, end = window(recorded.measure, *(s.measure for _, s in sims))
     warnings = []
@@ -88,11 +101,12 @@ def _run(records: list[TimedRecord], changes: list[Change], *, bins: int, top: i
     }
 
 
-def _write(path: Path, log: list[Any]) -> None:
+def _write(path: Path, log: list[Any], log_times: list[int | None]) -> None:
+    """As `quotaflow export` writes a log: each record with the log time the engine was given."""
     from streams.log.event_files import export_line
 
     enc = msgspec.json.Encoder()
     with path.open("wb") as f:
-        for event in log:
+        for event, log_time in zip(log, log_times, strict=True):
             raw = event if isinstance(event, bytes) else enc.encode(event) if isinstance(event, dict) else b""
-            f.write(export_line(raw) + b"\n")
+            f.write(export_line(raw, log_time) + b"\n")

@@ -10,7 +10,9 @@ time (`source.py`); what a launcher did is read from it next to the decisions:
 - a *release* is a `WorkloadReleased` of an evicted workload: its delay is the time from the
   eviction (the k-th of that workload) to it;
 - a *clean-up* is a `WorkloadDeleted` of a workload whose run had finished: its delay is the time
-  from the finish to it.
+  from the finish to it;
+- a *pods-ready report* is the first `WorkloadPodsReady` (ready) of a run: its delay is the time
+  from the run's `Admitted` decision to it (`waitForPodsReady` times it).
 
 Every other event (submissions, configuration, updates, finishes of workloads that held no
 admission, deletions of running or pending workloads, admission-check reports) is the outside
@@ -21,9 +23,16 @@ world's, and happens at its recorded time in every world.
 from what the engine decides there. A workload admitted at t finishes at t + its runtime (unless
 it is preempted or evicted first, which cancels the finish); an eviction the engine does not
 release itself (`evictionRelease: Immediate`, a workload that only reserved quota) is released
-after the delay of the matching recorded release (the k-th eviction of that workload), or at
-once when the recorded world had no such eviction; a finished workload is cleaned up after its
-recorded delay.
+after the delay of the matching recorded release (the k-th eviction of that workload), or after
+the median recorded delay when the recorded world had no such eviction (and never when it had
+one that was not released); a finished workload is
+cleaned up after its recorded delay; the k-th admission of a workload has its pods reported ready
+after the delay of the recorded k-th run's report (none when that run had none; a run the
+recorded world did not have, after the delay of the workload's last recorded report, if any).
+
+**Time.** Each event reaches the engine with its log time, as in a replay: a recorded record with
+its own (so time-driven rules, `Tick`s included, see the times they saw), a synthesized one
+with its simulated time (its place in the log of the changed world).
 
 **Order and identity.** Events are ordered by (time, anchor, phase, sequence). A recorded event
 at input offset o anchors at o. A synthesized event that falls at exactly the time of the
@@ -38,7 +47,8 @@ so a run is deterministic.
 **Ids and offsets of synthesized events.** A synthesized event that stands for a recorded one is
 that event, with its `id` (the recorded one is dropped, so the engine never sees the id twice);
 its `time` is rewritten when it moved. A release with no recorded counterpart gets the id
-`whatif/WorkloadReleased/<namespace>/<name>/<k>` (its k-th eviction). Offsets in the changed
+`whatif/WorkloadReleased/<namespace>/<name>/<k>` (its k-th eviction), a pods-ready report
+`whatif/WorkloadPodsReady/<namespace>/<name>/<k>` (its k-th admission). Offsets in the changed
 world are positions in its own input log, from 0, as `quotaflow replay` of that log (written by
 `--write-events`) would number them; `Sim.origins` maps each back to the recorded offset it
 comes from (-1 for synthesized events that stand for none).
@@ -53,10 +63,26 @@ from typing import Any
 
 import msgspec
 
-from domain.decisions import Admitted, Decision, Deleted, Evicted, Finished, Preempted, QuotaReleased, QuotaReserved
+from domain.decisions import (
+    Admitted,
+    Decision,
+    Deleted,
+    Evicted,
+    Finished,
+    Preempted,
+    QuotaReleased,
+    QuotaReserved,
+)
 from domain.engine import Engine
 from domain.timestamps import format_time
-from streams.whatif.changes import Change, ChangeError, Op, check_object, default_configuration, key_of_object
+from streams.whatif.changes import (
+    Change,
+    ChangeError,
+    Op,
+    check_object,
+    default_configuration,
+    key_of_object,
+)
 from streams.whatif.changes import object_key as config_key
 from streams.whatif.measure import Measure
 from streams.whatif.source import Event, TimedRecord
@@ -65,7 +91,7 @@ Pos = tuple[int, int]  # (recorded offset, index inside its Batch; -1 for a plai
 
 LIVE = ("pending", "reserved", "running", "evicted")
 _NAMED = frozenset(("WorkloadSubmitted", "WorkloadUpdated", "WorkloadFinished", "WorkloadDeleted", "WorkloadReleased",
-                    "AdmissionCheckStateChanged"))  # the events workload_of names a workload of
+                    "AdmissionCheckStateChanged", "WorkloadPodsReady"))  # the events workload_of names a workload of
 
 
 def workload_of(value: dict[str, Any]) -> str | None:
@@ -77,7 +103,7 @@ def workload_of(value: dict[str, Any]) -> str | None:
             ns = meta.get("namespace")
             return f"{ns if isinstance(ns, str) else 'default'}/{meta['name']}"
         return None
-    if t in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged"):
+    if t in ("WorkloadFinished", "WorkloadDeleted", "WorkloadReleased", "AdmissionCheckStateChanged", "WorkloadPodsReady"):
         name = value.get("name")
         ns = value.get("namespace", "default")
         if isinstance(name, str) and isinstance(ns, str):
@@ -94,6 +120,7 @@ class Synth:
     delay: int  # after its run's start (finish), its eviction (release) or its finish (clean-up)
     event: Event  # as recorded (bytes for a plain record, the decoded dict inside a Batch)
     value: dict[str, Any]
+    log_time: int | None  # its record's time in the log
 
 
 @dataclass
@@ -104,6 +131,10 @@ class Lifecycle:
     runs: dict[Pos, Synth] = field(default_factory=dict)  # the finish that ended its last run
     releases: dict[tuple[Pos, int], Synth] = field(default_factory=dict)  # (incarnation, k-th eviction)
     cleanups: dict[Pos, Synth] = field(default_factory=dict)
+    evictions: set[tuple[Pos, int]] = field(default_factory=set)  # (incarnation, k-th eviction), all of them
+    ready: dict[tuple[Pos, int], Synth] = field(default_factory=dict)  # (incarnation, k-th admission)
+    last_ready: dict[Pos, Synth] = field(default_factory=dict)  # an incarnation's last one
+    admissions: dict[Pos, int] = field(default_factory=dict)  # an incarnation's recorded admissions
     dropped: set[Pos] = field(default_factory=set)  # the positions of all of them
 
     @property
@@ -118,12 +149,13 @@ class Lifecycle:
 class Tracker:
     """Each workload's state as the decisions tell it, and its incarnation."""
 
-    __slots__ = ("state", "incarnation", "admitted_at", "evictions", "evicted_at", "finished_at")
+    __slots__ = ("state", "incarnation", "admitted_at", "admissions", "evictions", "evicted_at", "finished_at")
 
     def __init__(self) -> None:
         self.state: dict[str, str] = {}
         self.incarnation: dict[str, Pos] = {}
         self.admitted_at: dict[str, int] = {}
+        self.admissions: dict[str, int] = {}  # of its incarnation
         self.evictions: dict[str, int] = {}
         self.evicted_at: dict[str, int] = {}
         self.finished_at: dict[str, int] = {}
@@ -133,6 +165,7 @@ class Tracker:
             self.incarnation[w] = pos
             self.state[w] = "pending"
             self.evictions[w] = 0
+            self.admissions[w] = 0
 
     def decided(self, d: Decision, now: int) -> str | None:
         """Update from one decision; returns what happened to the workload, if anything."""
@@ -143,6 +176,7 @@ class Tracker:
         if kind is Admitted:
             self.state[w] = "running"
             self.admitted_at[w] = now
+            self.admissions[w] = self.admissions.get(w, 0) + 1
             return "admitted"
         if kind is QuotaReserved:
             self.state[w] = "reserved"
@@ -179,24 +213,46 @@ def items_of(rec: TimedRecord) -> list[tuple[int, dict[str, Any]]]:
 
 
 @dataclass
+class Prefix:
+    """The recorded world up to a change point (`records[:index]`): its decisions by offset, and
+    the engine's snapshot there. A changed world is the recorded one until its change point, so
+    it takes these decisions instead of deciding them again, and its engine starts from the
+    snapshot: the prefix is folded once for both worlds."""
+
+    index: int
+    decisions: dict[int, list[Decision]]
+    snapshot: bytes
+
+
+@dataclass
 class Recorded:
     lifecycle: Lifecycle
     measure: Measure
     events: int
     tracker: Tracker | None = None  # each workload's state at the end of the log
+    prefix: Prefix | None = None
 
 
 def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] = Engine,
-           decisions: dict[int, list[Decision]] | None = None) -> Recorded:
+           decisions: dict[int, list[Decision]] | None = None, keep_prefix: int = 0) -> Recorded:
     """Replay the recorded log as it is, measure it, and read its launcher's lifecycle. With
-    `decisions` (the decision log, by input offset: what the agent decided) nothing is replayed."""
+    `decisions` (the decision log, by input offset: what the agent decided) nothing is replayed.
+    `keep_prefix`: a change point (an index in `records`) whose `Prefix` to keep, when the
+    records before it hold all their offsets (a log with gaps numbers its changed world apart)."""
     engine = engine_factory() if decisions is None else None
     tracker = Tracker()
     life = Lifecycle()
     measure = Measure()
     seen_ids: set[str] = set()
-    for rec in records:
+    prefix: Prefix | None = None
+    if engine is not None and 0 < keep_prefix < len(records) and records[keep_prefix - 1].offset == keep_prefix - 1:
+        prefix = Prefix(keep_prefix, {}, b"")
+    for i, rec in enumerate(records):
         now = rec.time
+        if prefix is not None and i == prefix.index:
+            from domain.snapshot import dump
+
+            prefix.snapshot = dump(engine)  # type: ignore[arg-type]
         for idx, item in items_of(rec):
             eid = item.get("id")
             if isinstance(eid, str):
@@ -212,16 +268,22 @@ def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] =
             pos = (rec.offset, idx)
             state = tracker.state.get(w)
             inc = tracker.incarnation.get(w)
+            event = rec.event if idx < 0 else item
             if t == "WorkloadFinished" and state == "running" and inc is not None:
-                life.runs[inc] = Synth(pos, now, now - tracker.admitted_at[w], rec.event if idx < 0 else item, item)
+                life.runs[inc] = Synth(pos, now, now - tracker.admitted_at[w], event, item, rec.log_time)
                 life.dropped.add(pos)
             elif t == "WorkloadReleased" and state == "evicted" and inc is not None:
                 k = tracker.evictions.get(w, 0)
-                life.releases[(inc, k)] = Synth(pos, now, now - tracker.evicted_at[w], rec.event if idx < 0 else item, item)
+                life.releases[(inc, k)] = Synth(pos, now, now - tracker.evicted_at[w], event, item, rec.log_time)
                 life.dropped.add(pos)
             elif t == "WorkloadDeleted" and state == "done" and inc is not None and inc in life.runs \
                     and inc not in life.cleanups and tracker.finished_at.get(w) == life.runs[inc].time:
-                life.cleanups[inc] = Synth(pos, now, now - tracker.finished_at[w], rec.event if idx < 0 else item, item)
+                life.cleanups[inc] = Synth(pos, now, now - tracker.finished_at[w], event, item, rec.log_time)
+                life.dropped.add(pos)
+            elif t == "WorkloadPodsReady" and state == "running" and inc is not None and item.get("ready", True) is True \
+                    and (inc, tracker.admissions.get(w, 0)) not in life.ready:
+                life.ready[(inc, tracker.admissions.get(w, 0))] = life.last_ready[inc] = \
+                    Synth(pos, now, now - tracker.admitted_at[w], event, item, rec.log_time)
                 life.dropped.add(pos)
             elif t == "WorkloadSubmitted":
                 tracker.submitted(w, pos)
@@ -229,11 +291,21 @@ def record(records: list[TimedRecord], *, engine_factory: Callable[[], Engine] =
                 continue
             if measure.start is None:
                 measure.item(item, now, w)
-        for d in engine.apply(rec.event, rec.offset) if engine is not None else decisions.get(rec.offset, ()):  # type: ignore[union-attr]
-            tracker.decided(d, now)
+        made = engine.apply(rec.event, rec.offset, rec.log_time) if engine is not None else decisions.get(rec.offset, ())  # type: ignore[union-attr]
+        if prefix is not None and i < prefix.index:
+            prefix.decisions[rec.offset] = list(made)
+        for d in made:
+            what = tracker.decided(d, now)
+            if what == "evicted" or what == "admitted":
+                w = d.workload
+                inc = tracker.incarnation.get(w)  # type: ignore[arg-type]
+                if inc is not None and what == "evicted":
+                    life.evictions.add((inc, tracker.evictions.get(w, 0)))  # type: ignore[arg-type]
+                elif inc is not None:
+                    life.admissions[inc] = tracker.admissions.get(w, 0)  # type: ignore[arg-type]
             measure.decision(d, now)
     measure.close(records[-1].time if records else 0)
-    return Recorded(life, measure, len(records), tracker)
+    return Recorded(life, measure, len(records), tracker, prefix)
 
 
 # -- the changed world ---------------------------------------------------------------------------
@@ -252,7 +324,7 @@ class Slot:
     touched: bool = False  # the change replaced a configuration object in it
 
 
-def _index_at(records: list[TimedRecord], change: Change) -> int:
+def index_at(records: list[TimedRecord], change: Change) -> int:
     at = change.at
     if at.offset is not None:
         return next((i for i, r in enumerate(records) if r.offset >= at.offset), len(records))
@@ -281,7 +353,7 @@ def rewrite(records: list[TimedRecord], change: Change, life: Lifecycle) -> list
     by_key: dict[str, list[Op]] = {}
     for op in change.ops:
         by_key.setdefault(op.key, []).append(op)
-    start = _index_at(records, change)
+    start = index_at(records, change)
     exists: dict[str, dict[str, Any]] = {}  # recorded objects that exist at the change point
     applied_later: set[str] = set()
     for i, rec in enumerate(records):
@@ -374,6 +446,7 @@ class Sim:
     events: int  # engine events applied
     origins: list[int]  # recorded offset each changed-world event comes from (-1: none)
     log: list[Event] | None = None  # the changed world's input log (write_events)
+    log_times: list[int | None] | None = None  # each of its events' log time
     rejected_change: list[str] = field(default_factory=list)
 
 
@@ -384,10 +457,10 @@ class Stalled(RuntimeError):
 class _Pending:
     """A synthesized event waiting on the heap, as (key, seq, _Pending): the tuple compares in C."""
 
-    __slots__ = ("kind", "workload", "token", "event", "value", "pos", "origin")
+    __slots__ = ("kind", "workload", "token", "event", "value", "pos", "origin", "log_time")
 
     def __init__(self, kind: str, workload: str, token: int, event: Event, value: dict[str, Any], pos: Pos | None,
-                 origin: int) -> None:
+                 origin: int, log_time: int) -> None:
         self.kind = kind
         self.workload = workload
         self.token = token
@@ -395,9 +468,25 @@ class _Pending:
         self.value = value  # the same event decoded (measures, and merging into a Batch)
         self.pos = pos
         self.origin = origin
+        self.log_time = log_time  # the recorded record's, in its place; else its simulated time
 
 
 _encode = msgspec.json.encode
+_days: dict[int, str] = {}  # "YYYY-MM-DDT" of a day since the epoch
+
+
+def event_time_text(micros: int) -> str:
+    """`format_time(micros)`, the same text, without a datetime per call: a moved event's
+    `time` is written once per synthesized event, which would otherwise cost a tenth of a replay."""
+    seconds, micro = divmod(micros, 1_000_000)
+    day, second = divmod(seconds, 86_400)
+    prefix = _days.get(day)
+    if prefix is None:
+        prefix = _days[day] = format_time(day * 86_400_000_000)[:11]
+    hour, second = divmod(second, 3600)
+    minute, second = divmod(second, 60)
+    return f"{prefix}{hour:02d}:{minute:02d}:{second:02d}.{micro:06d}Z" if micro else \
+        f"{prefix}{hour:02d}:{minute:02d}:{second:02d}Z"
 
 
 def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, keep_log: bool = False,
@@ -405,7 +494,20 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
              max_events: int | None = None) -> Sim:
     life = recorded.lifecycle
     slots = rewrite(records, change, life)
-    engine = engine_factory()
+    # Until its change point the changed world is the recorded one: its decisions are read from
+    # the recorded world's prefix, and the engine starts there from its snapshot.
+    prefix = recorded.prefix
+    if prefix is not None and index_at(records, change) != prefix.index:
+        prefix = None
+    boundary: tuple[int, int, int] | None = None
+    engine: Engine | None
+    if prefix is not None:
+        start = records[prefix.index]
+        t0 = max(change.at.time, records[prefix.index - 1].time) if change.at.time is not None else start.time
+        boundary = (t0, start.offset, -1)  # the first key at or after the change point
+        engine = None
+    else:
+        engine = engine_factory()
     tracker = Tracker()
     measure = Measure()
     heap: list[tuple[tuple[int, int, int], int, _Pending]] = []
@@ -414,6 +516,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
     released: dict[str, int] = {}  # releases synthesized per workload (ids of ones with no counterpart)
     origins: list[int] = []
     log: list[Event] | None = [] if keep_log else None
+    log_times: list[int | None] = []
     rejected_change: list[str] = []
     seen_ids: set[str] = set()
     offset = 0
@@ -425,30 +528,35 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
         """`info`: the recorded event this one stands for; `fresh`: the event when there is none."""
         nonlocal seq
         pos: Pos | None = None
+        log_time = when
         if info is not None and when == info.time and (when, info.pos[0], 0) > cur:
             key = (when, info.pos[0], 0)
             ev: Event = info.event
             value = info.value
             pos = info.pos
+            if info.log_time is not None:
+                log_time = info.log_time
         else:
             key = (when, cur[1], 1) if when == cur[0] else (when, -1, 0)
             # Moved or new: encoded, so the engine reads it as it reads the recorded bytes.
-            value = {**info.value, "time": format_time(when)} if info is not None else fresh()  # type: ignore[misc]
+            value = {**info.value, "time": event_time_text(when)} if info is not None else fresh()  # type: ignore[misc]
             ev = _encode(value)
-        heapq.heappush(heap, (key, seq, _Pending(kind, w, tokens.get(w, 0), ev, value, pos, info.pos[0] if info else -1)))
+        heapq.heappush(heap, (key, seq, _Pending(kind, w, tokens.get(w, 0), ev, value, pos, info.pos[0] if info else -1,
+                                                 log_time)))
         seq += 1
 
     def valid(p: _Pending) -> bool:
         if tokens.get(p.workload, 0) != p.token:
             return False
         state = tracker.state.get(p.workload)
-        if p.kind == "finish":
+        if p.kind == "finish" or p.kind == "ready":
             return state == "running"
         if p.kind == "release":
             return state == "evicted"
         return state == "done"  # clean-up
 
-    def apply(event: Event, items: list[tuple[int, dict[str, Any]]], now: int, origin: int, from_change: bool) -> None:
+    def apply(event: Event, items: list[tuple[int, dict[str, Any]]], now: int, origin: int, from_change: bool,
+              log_time: int | None) -> None:
         nonlocal offset
         for idx, item in items:
             eid = item.get("id")
@@ -467,9 +575,11 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                 measure.item(item, now)
         if log is not None:
             log.append(event)
+            log_times.append(log_time)
         origins.append(origin)
         evicted: list[str] = []
-        for d in engine.apply(event, offset):
+        made = engine.apply(event, offset, log_time) if engine is not None else prefix.decisions.get(origin, ())  # type: ignore[union-attr]
+        for d in made:
             what = tracker.decided(d, now)
             measure.decision(d, now)
             w = d.workload
@@ -480,7 +590,22 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
             if what == "admitted":
                 tokens[w] = tokens.get(w, 0) + 1
                 inc = tracker.incarnation.get(w)
-                run = life.runs.get(inc) if inc is not None else None
+                if inc is None:
+                    continue
+                k = tracker.admissions.get(w, 0)
+                ready = life.ready.get((inc, k))
+                if ready is not None:
+                    schedule("ready", w, now + ready.delay, ready)
+                elif inc in life.last_ready and k > life.admissions.get(inc, 0):  # a run the log never had
+                    when = now + life.last_ready[inc].delay
+
+                    def fresh_ready(w: str = w, k: int = k, when: int = when) -> dict[str, Any]:
+                        ns, _, name = w.partition("/")
+                        return {"type": "WorkloadPodsReady", "namespace": ns, "name": name, "time": event_time_text(when),
+                                "id": f"whatif/WorkloadPodsReady/{ns}/{name}/{k}"}
+
+                    schedule("ready", w, when, None, fresh_ready)
+                run = life.runs.get(inc)
                 if run is not None:
                     schedule("finish", w, now + run.delay, run)
             elif what == "evicted":
@@ -498,12 +623,14 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
             inc = tracker.incarnation.get(w)
             k = tracker.evictions.get(w, 0)
             info = life.releases.get((inc, k)) if inc is not None else None
+            if info is None and (inc, k) in life.evictions:
+                continue  # the recorded launcher never released this eviction: nor does this one
             n = released[w] = released.get(w, 0) + 1
             when = now + (info.delay if info is not None else default_delay)
 
             def fresh(w: str = w, n: int = n, when: int = when) -> dict[str, Any]:
                 ns, _, name = w.partition("/")
-                return {"type": "WorkloadReleased", "namespace": ns, "name": name, "time": format_time(when),
+                return {"type": "WorkloadReleased", "namespace": ns, "name": name, "time": event_time_text(when),
                         "id": f"whatif/WorkloadReleased/{ns}/{name}/{n}"}
 
             schedule("release", w, when, info, fresh)
@@ -518,6 +645,11 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
         slot = slots[i] if i < len(slots) else None
         if slot is None and not heap:
             break
+        if boundary is not None and min(slot.key if slot is not None else boundary, heap[0][0] if heap else boundary) >= boundary:
+            from domain.snapshot import load
+
+            engine = load(prefix.snapshot)  # type: ignore[union-attr]
+            boundary = None
         if slot is not None and (not heap or slot.key <= heap[0][0]):
             cur = slot.key
             now = slot.key[0]
@@ -537,7 +669,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
             rec = slot.rec
             if rec is None:
                 event: Event = items[0][1]
-                apply(event, items, now, -1, True)
+                apply(event, items, now, -1, True, now)
                 continue
             if merged:
                 items.sort(key=lambda x: x[0])
@@ -552,7 +684,7 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                     event = {**rec.value, "events": [e for _, e in items]}
             else:
                 event = rec.event if slot.unchanged else items[0][1]
-            apply(event, items, now, rec.offset, slot.touched)
+            apply(event, items, now, rec.offset, slot.touched, rec.log_time)
         else:
             key, _, p = heapq.heappop(heap)
             cur = key
@@ -568,6 +700,6 @@ def simulate(records: list[TimedRecord], recorded: Recorded, change: Change, *, 
                 raise Stalled(f"the changed world ran {offset} events ({len(records)} recorded): workloads keep "
                               f"preempting each other (last at {format_time(now)}); try the feature gate "
                               "PrioritizePreemptorWorkloads (configuration.featureGates.PrioritizePreemptorWorkloads=true)")
-            apply(p.event, [(-1, p.value)], now, p.origin, False)
+            apply(p.event, [(-1, p.value)], now, p.origin, False, p.log_time)
     measure.close(max(cur[0], records[-1].time if records else 0))
-    return Sim(measure, offset, origins, log, rejected_change)
+    return Sim(measure, offset, origins, log, log_times if log is not None else None, rejected_change)

@@ -185,3 +185,28 @@ def test_a_log_that_cannot_be_read_or_a_bad_time_is_one_clear_error(tmp_path: Pa
     write_jsonl(path, [msgspec.json.encode(e) for e in two_ahead_log()])
     result = CliRunner().invoke(app, ["estimate", "team-a/target", str(path), "--now", "yesterday"])
     assert result.exit_code == 2 and result.stderr.startswith("quotaflow estimate: --now: invalid RFC 3339 time")
+
+
+def test_the_workloads_admitted_ahead_report_their_pods_ready_as_the_log_did() -> None:
+    """waitForPodsReady (60 s): in the log each run's pods were ready 5 s after its admission, and
+    a run of 4 cpu took 300 s. r1 and r2 run from 1000 and 1050 in 8 cpu; p1, p2 (4 cpu) and the
+    target (8) wait. p1 and p2 are admitted at 1300 and 1350, reported ready 5 s later (not
+    evicted at 1360 and 1410), and finish at 1600 and 1650: the target is admitted at 1650."""
+    configuration = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                     "waitForPodsReady": {"timeout": "60s"}}
+
+    def ready(t: float, name: str) -> dict[str, Any]:
+        return {"type": "WorkloadPodsReady", "namespace": "team-a", "name": name, "time": stamp(t)}
+
+    history: list[dict[str, Any]] = []
+    for i, t in enumerate((0, 320, 640)):
+        history += [submitted(t, "team-a", f"h{i}", 4), ready(t + 5, f"h{i}"), finished(t + 300, "team-a", f"h{i}")]
+    events = [applied(configuration), applied(FLAVOR), applied(cq("team-a", 8)), applied(lq("team-a", "team-a")),
+              *history,
+              submitted(1000, "team-a", "r1", 4), ready(1005, "r1"), submitted(1050, "team-a", "r2", 4), ready(1055, "r2"),
+              submitted(1060, "team-a", "p1", 4), submitted(1070, "team-a", "p2", 4), submitted(1080, "team-a", "target", 8)]
+    r = _estimate(events, "team-a/target")
+    assert r["admissible"] is True and r["admittedAt"] == ts(1650)
+    assert [(f["workload"], f["event"], f["at"]) for f in r["first"]] == [
+        ("team-a/r1", "finishes", ts(1300)), ("team-a/r2", "finishes", ts(1350)),
+        ("team-a/p1", "finishes", ts(1600)), ("team-a/p2", "finishes", ts(1650))]

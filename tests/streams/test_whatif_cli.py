@@ -85,10 +85,13 @@ def test_the_changed_worlds_log_can_be_written_and_replayed(log_file: Path, tmp_
         (["--set", "clusterqueue/team-a.nominal"], "expected KIND/NAME.FIELD=VALUE"),
         (["--set", "clusterqueue/team-a.nominal=cpu:lots"], "neither a quantity nor xFACTOR"),
         (["--at", "yesterday"], "expected an input offset"),
+        (["--set", "clusterqueue/team-a.nominal=cpu:x2", "--at", "2030-01-01T00:00:00Z"], "after the log's last event"),
+        (["--set", "clusterqueue/team-a.nominal=cpu:x2", "--at", "7"], "after the log's last event (offset 6"),
     ],
 )
 def test_an_invalid_change_is_refused_before_the_replay(log_file: Path, args: list[str], message: str) -> None:
-    with mock.patch("streams.whatif.run.simulate", side_effect=AssertionError("replayed")):
+    with mock.patch("streams.whatif.run.simulate", side_effect=AssertionError("replayed")), \
+            mock.patch("streams.whatif.run.record", side_effect=AssertionError("replayed")):
         result = invoke(str(log_file), *args)
     assert result.exit_code == 2, result.output
     assert message in result.stderr
@@ -171,3 +174,43 @@ def test_a_change_the_engine_rejects_in_context_stops_the_run_with_its_reason(lo
     result = invoke(str(log_file), "-f", str(cyc))
     assert result.exit_code == 2, result.output
     assert "was rejected by the engine" in result.stderr and "cycle" in result.stderr.lower()
+
+
+def test_an_events_files_decisions_stand_for_its_replay(tmp_path: Path) -> None:
+    from devtools.timed_stream import recorded_log
+
+    events = tmp_path / "recorded.jsonl"
+    write_jsonl(events, [msgspec.json.encode(e) for e in recorded_log(40, seed=3)])
+    replayed = CliRunner().invoke(app, ["replay", str(events)])
+    decisions = tmp_path / "decisions.jsonl"
+    decisions.write_text(replayed.stdout)
+    args = [str(events), "--set", "clusterqueue/team-a.nominal=cpu:x2", "--json"]
+    plain = invoke(*args)
+    assert plain.exit_code == 0, plain.output
+    # From the decisions the recorded world is read; the changed world is replayed as ever.
+    from streams.whatif import run as run_module
+
+    calls: list[bool] = []
+    real = run_module.record
+
+    def spy(records, **kw):  # noqa: ANN001, ANN003, ANN202
+        calls.append(kw.get("decisions") is not None)
+        return real(records, **kw)
+
+    with mock.patch("streams.whatif.run.record", spy):
+        read = invoke(*args, "--decisions", str(decisions))
+    assert read.exit_code == 0, read.output
+    assert calls == [True]
+    assert json.loads(read.stdout) == json.loads(plain.stdout)
+    # Decisions that are not this file's: one line, nothing simulated.
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("".join(replayed.stdout.splitlines(keepends=True)[:-3]))
+    result = invoke(*args, "--decisions", str(partial))
+    assert result.exit_code == 1 and "does not decide the whole events file" in result.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"type":"Finished","workload":"a/b","cause":{"offset":99999,"index":0}}\n')
+    result = invoke(*args, "--decisions", str(other))
+    assert result.exit_code == 1 and "these are not its decisions" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    result = invoke("--decisions", str(decisions), "--set", "clusterqueue/team-a.nominal=cpu:x2")
+    assert result.exit_code == 2 and "--decisions goes with an events file" in result.stderr

@@ -14,10 +14,11 @@ from whatif_helpers import KeepingEngine
 from devtools.generate import generated_events, write_jsonl
 from devtools.timed_stream import recorded_log
 from domain.engine import Engine
+from domain.timestamps import format_time
 from streams.log import Message, Topics, open_log
 from streams.log.event_files import read_events
 from streams.settings import Settings
-from streams.whatif.changes import At, Change, sweep
+from streams.whatif.changes import At, Change, parse_at, sweep
 from streams.whatif.simulation import record, simulate
 from streams.whatif.source import read_file, read_log
 
@@ -135,3 +136,43 @@ def test_a_log_without_times_runs_with_a_change_and_says_its_times_mean_nothing(
     report = run(read_file(path), sweep([], ["clusterqueue/cq-a.nominal=cpu:x2"], At()))
     assert report["warnings"] and "no times" in report["warnings"][0]
     assert report["whatIf"][0]["totals"]["admitted"] >= report["recorded"]["totals"]["admitted"]
+
+
+@pytest.mark.parametrize("at", ["offset", "time"])
+def test_a_change_from_a_later_point_shares_the_recorded_prefix_and_decides_as_a_whole_replay(
+        tmp_path: Path, at: str) -> None:
+    """From --at on the changed world is decided by the engine restored from the recorded
+    world's snapshot there; before it, the recorded decisions stand. The same decisions, event by
+    event, as the changed world replayed whole."""
+    from streams.whatif.simulation import index_at
+
+    events = [msgspec.json.encode(e) for e in recorded_log(100, seed=7)]
+    records = read_file(_write(tmp_path / "r.jsonl", events))
+    point = records[len(records) // 2]
+    where = str(point.offset) if at == "offset" else format_time(point.time + 1)
+    change = sweep([], ["clusterqueue/team-a.nominal=cpu:x2"], parse_at(where))[0]
+    index = index_at(records, change)
+    whole: list[bytes] = []
+    sim_whole = simulate(records, record(records), change, keep_log=True, engine_factory=lambda: KeepingEngine(whole))
+    shared_rec = record(records, keep_prefix=index)
+    assert shared_rec.prefix is not None and shared_rec.prefix.index == index
+    sim = simulate(records, shared_rec, change, keep_log=True,
+                   engine_factory=lambda: pytest.fail("the changed world was decided from the start"))
+    assert sim.log == sim_whole.log and sim.origins == sim_whole.origins
+    # The changed world's own log, replayed, decides what the shared run measured.
+    engine = Engine()
+    replayed = [msgspec.json.encode(d) for i, (e, lt) in enumerate(zip(sim.log, sim.log_times, strict=True))
+                for d in engine.apply(e, i, lt)]
+    assert replayed == whole
+    # The whole report, with the prefix shared and without.
+    from unittest import mock
+
+    from streams.whatif import run as run_module
+
+    assert b'"Preempted"' in b"".join(whole[len(whole) // 2:])  # the part decided anew preempts
+    if at == "time":
+        return
+    shared_report = run_module.run(records, [change])
+    unshared = lambda rs, **kw: record(rs, **{**kw, "keep_prefix": 0})  # noqa: E731
+    with mock.patch.object(run_module, "record", unshared):
+        assert run_module.run(records, [change]) == shared_report

@@ -16,8 +16,8 @@ class KeepingEngine(Engine):
         super().__init__()
         self.out = out
 
-    def apply(self, event: Any, offset: int) -> list[Decision]:
-        decisions = super().apply(event, offset)
+    def apply(self, event: Any, offset: int, log_time: int | None = None) -> list[Decision]:
+        decisions = super().apply(event, offset, log_time)
         self.out.extend(encode(d) for d in decisions)
         return decisions
 
