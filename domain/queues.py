@@ -297,6 +297,30 @@ class PendingQueue:
             index = self.thresholds[resource] = []
         _insort(index, (amount, self.serial, cls))
 
+    def park_ready(self, filings: list[tuple[int, Status, tuple[str, int]]]) -> None:
+        """BestEffortFIFO: park every ready class at once, each filed by the (resource, amount)
+        it waits for: what `park` of each head in turn leaves (each index sorted as insort
+        keeps it). `filings` names every ready class."""
+        assert not self.strict and len(filings) == len(self.ready)
+        self.ready.clear()
+        parked, waiting_for, thresholds = self.parked, self.waiting_for, self.thresholds
+        serial = self.serial
+        touched: dict[str, list[tuple[int, int, int]]] = {}
+        for cls, status, (resource, amount) in filings:
+            parked[cls] = status
+            serial += 1
+            waiting_for[cls] = (resource, amount, serial)
+            index = touched.get(resource)
+            if index is None:
+                index = thresholds.get(resource)
+                if index is None:
+                    index = thresholds[resource] = []
+                touched[resource] = index
+            index.append((amount, serial, cls))
+        self.serial = serial
+        for index in touched.values():
+            index.sort()
+
     def candidate_admitted(self, priority: int) -> None:
         """A workload of this priority now holds quota in this (preemptive) queue: the classes
         filed by resource whose heads it may yield to as a preemption candidate (priority at
@@ -334,12 +358,14 @@ class PendingQueue:
             return self.requeue_all()
         generic = self.generic
         woke = bool(generic)
+        ready = self.ready
+        arrived = len(ready)  # the classes woken are appended, then sorted in once
         if generic:
-            # _wake for each, in the same order; a generic class is filed nowhere else.
-            parked, ready, classes = self.parked, self.ready, self.classes
+            # _wake for each; a generic class is filed nowhere else.
+            parked, classes = self.parked, self.classes
             for cls in generic:
                 del parked[cls]
-                insort(ready, (classes[cls].first(), cls))
+                ready.append((classes[cls].first(), cls))
             generic.clear()
         for resource, amount in available.items():
             index = self.thresholds.get(resource)
@@ -352,15 +378,22 @@ class PendingQueue:
             del index[:n]
             if not index:
                 del self.thresholds[resource]
-            parked, generic, waiting_for, ready, classes = (
-                self.parked, self.generic, self.waiting_for, self.ready, self.classes,
-            )
+            parked, generic, waiting_for, classes = self.parked, self.generic, self.waiting_for, self.classes
             for _, _, cls in woken:  # _unfile's pops, then _wake's insort
                 parked.pop(cls, None)
                 generic.pop(cls, None)
                 waiting_for.pop(cls, None)
-                insort(ready, (classes[cls].first(), cls))
+                ready.append((classes[cls].first(), cls))
             woke = True
+        if len(ready) != arrived:
+            # What insort of each leaves: the same sorted list (its items are distinct).
+            if arrived == 0 or len(ready) - arrived > 8:
+                ready.sort()
+            else:
+                woken_now = ready[arrived:]
+                del ready[arrived:]
+                for item in woken_now:
+                    insort(ready, item)
         return woke
 
     def is_parked(self, wl_key: str) -> bool:
