@@ -30,6 +30,8 @@ from heapq import merge
 
 from sortedcontainers import SortedList
 
+from domain.shared_values import shared_status
+
 OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
 Status = tuple[str, str]  # (reason, message)
 LQKey = tuple[str, str]  # (namespace, name)
@@ -285,7 +287,7 @@ class PendingQueue:
 
     def _set_parked(self, cls: int, status: Status, needs: tuple[str, int] | None) -> None:
         """Record a class (already out of `ready`) as parked: generic, or filed by resource."""
-        self.parked[cls] = status
+        self.parked[cls] = shared_status(status)  # the one its workloads hold (set_pending)
         if needs is None or self.strict:
             self.generic[cls] = None
             return
