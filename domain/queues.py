@@ -46,7 +46,7 @@ class Ranks(Protocol):
 class PendingQueue:
     __slots__ = (
         "strict", "members", "classes", "class_of", "ready", "parked", "blocker",
-        "generic", "waiting_for", "thresholds", "serial", "ids", "named", "next_id",
+        "generic", "waiting_for", "thresholds", "serial", "ids", "next_id",
         "fair", "lq_of", "by_lq", "lq_classes",
     )
 
@@ -64,9 +64,9 @@ class PendingQueue:
         self.members: Any = SortedList()
         self.classes: dict[int, Members] = {}  # class id -> its members
         self.class_of: dict[str, int] = {}  # workload key -> class id
-        # class -> its id while it has members here, and back; ids are never reused.
+        # class -> its id while it has members here (its Members name the class back); ids
+        # are never reused.
         self.ids: dict[Hashable, int] = {}
-        self.named: dict[int, Hashable] = {}
         self.next_id = 0
         # (head OrderKey, class) of classes worth trying, sorted. A plain list kept with bisect:
         # it holds one entry per class (not per workload), and is read and changed for every
@@ -120,9 +120,8 @@ class PendingQueue:
         cls = self.ids.get(equivalence)
         if cls is None:
             cls = self.ids[equivalence] = self.next_id
-            self.named[cls] = equivalence
             self.next_id += 1
-            members = self.classes[cls] = Members()
+            members = self.classes[cls] = Members(equivalence)
             if self.fair is not None:
                 eq: tuple[Any, ...] = equivalence  # type: ignore[assignment]
                 lq_key = self.lq_of[cls] = (eq[0], eq[-1])
@@ -181,7 +180,7 @@ class PendingQueue:
         members.remove(key)
         if not members.items:
             del self.classes[cls]
-            del self.ids[self.named.pop(cls)]
+            del self.ids[members.equivalence]
             gone = self.lq_of.pop(cls, None)
             if gone is not None:
                 left = self.lq_classes[gone] - 1
@@ -455,11 +454,12 @@ class Members:
     shifts the list (a SortedList costs Python-level calls on every read of its head); the
     dead front is dropped once it is most of the list."""
 
-    __slots__ = ("items", "start")
+    __slots__ = ("items", "start", "equivalence")
 
-    def __init__(self) -> None:
+    def __init__(self, equivalence: Hashable = None) -> None:
         self.items: list[OrderKey] = []
         self.start = 0
+        self.equivalence = equivalence  # the class these are the members of
 
     def __len__(self) -> int:
         return len(self.items) - self.start
