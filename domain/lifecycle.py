@@ -14,14 +14,16 @@ from domain.objects import IMMEDIATE, NEVER, STOP_NONE
 from domain.preemption.policy import never_preempts
 from domain.queues import PendingQueue, Status
 from domain.quota import FR, QuotaNode
+from domain.shared_values import shared_status
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
+from domain.workload import PodSet
 
 
 def set_pending(state: State, out: Emitter, ws: WorkloadState, status: Status) -> None:
     """Record why a workload waits; a decision only when the reason changes (the contract's
     rule): a message that merely updates a number ("2 more needed") is not news to anyone."""
     last = ws.last_status
-    ws.last_status = status
+    ws.last_status = shared_status(status)
     if last is None or last[0] != status[0]:
         out.emit(Pending, ws.key, reason=status[0], message=status[1])
 
@@ -30,13 +32,32 @@ def equivalence_class(ws: WorkloadState, cq: ClusterQueueState | None = None) ->
     """Namespace, priority and pod-set shape: what admission depends on (equal classes, equal
     answers). In a queue with admission fair sharing also the LocalQueue, last: its usage
     orders the class."""
-    shape = tuple(
-        (p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.node_affinity, p.tolerations, p.above_limits)
-        for p in ws.spec.pod_sets
-    )
+    shape = _shape(ws.spec.pod_sets)
     if cq is not None and cq.queue.fair is not None:
         return (ws.spec.namespace, ws.priority, shape, ws.spec.queue_name)
     return (ws.spec.namespace, ws.priority, shape)
+
+
+# The shape of a pod-sets tuple, by the tuple's id, with the tuple kept (so the id is not
+# reused while the entry stands). Workloads decoded alike share one pod-sets tuple
+# (typed_decoding._pod_sets), and so one shape: the classes of a deep backlog, one per namespace,
+# priority and shape, hold it once. Bounded: when full it starts again, which costs only sharing.
+_SHAPES: dict[int, tuple[tuple[PodSet, ...], tuple[object, ...]]] = {}
+_SHAPES_LIMIT = 4096
+
+
+def _shape(pod_sets: tuple[PodSet, ...]) -> tuple[object, ...]:
+    kept = _SHAPES.get(id(pod_sets))
+    if kept is not None and kept[0] is pod_sets:
+        return kept[1]
+    shape = tuple(
+        (p.name, p.count, p.min_count, p.per_pod, p.node_selector, p.node_affinity, p.tolerations, p.above_limits)
+        for p in pod_sets
+    )
+    if len(_SHAPES) >= _SHAPES_LIMIT:
+        _SHAPES.clear()
+    _SHAPES[id(pod_sets)] = (pod_sets, shape)
+    return shape
 
 
 def new_queue(state: State, cq: ClusterQueueState, strict: bool) -> PendingQueue:

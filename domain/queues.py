@@ -30,6 +30,8 @@ from heapq import merge
 
 from sortedcontainers import SortedList
 
+from domain.shared_values import shared_status
+
 OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
 Status = tuple[str, str]  # (reason, message)
 LQKey = tuple[str, str]  # (namespace, name)
@@ -44,7 +46,7 @@ class Ranks(Protocol):
 class PendingQueue:
     __slots__ = (
         "strict", "members", "classes", "class_of", "ready", "parked", "blocker",
-        "generic", "waiting_for", "thresholds", "serial", "ids", "named", "next_id",
+        "generic", "waiting_for", "thresholds", "serial", "ids", "next_id",
         "fair", "lq_of", "by_lq", "lq_classes",
     )
 
@@ -62,9 +64,9 @@ class PendingQueue:
         self.members: Any = SortedList()
         self.classes: dict[int, Members] = {}  # class id -> its members
         self.class_of: dict[str, int] = {}  # workload key -> class id
-        # class -> its id while it has members here, and back; ids are never reused.
+        # class -> its id while it has members here (its Members name the class back); ids
+        # are never reused.
         self.ids: dict[Hashable, int] = {}
-        self.named: dict[int, Hashable] = {}
         self.next_id = 0
         # (head OrderKey, class) of classes worth trying, sorted. A plain list kept with bisect:
         # it holds one entry per class (not per workload), and is read and changed for every
@@ -118,9 +120,8 @@ class PendingQueue:
         cls = self.ids.get(equivalence)
         if cls is None:
             cls = self.ids[equivalence] = self.next_id
-            self.named[cls] = equivalence
             self.next_id += 1
-            members = self.classes[cls] = Members()
+            members = self.classes[cls] = Members(equivalence)
             if self.fair is not None:
                 eq: tuple[Any, ...] = equivalence  # type: ignore[assignment]
                 lq_key = self.lq_of[cls] = (eq[0], eq[-1])
@@ -179,7 +180,7 @@ class PendingQueue:
         members.remove(key)
         if not members.items:
             del self.classes[cls]
-            del self.ids[self.named.pop(cls)]
+            del self.ids[members.equivalence]
             gone = self.lq_of.pop(cls, None)
             if gone is not None:
                 left = self.lq_classes[gone] - 1
@@ -285,7 +286,7 @@ class PendingQueue:
 
     def _set_parked(self, cls: int, status: Status, needs: tuple[str, int] | None) -> None:
         """Record a class (already out of `ready`) as parked: generic, or filed by resource."""
-        self.parked[cls] = status
+        self.parked[cls] = shared_status(status)  # the one its workloads hold (set_pending)
         if needs is None or self.strict:
             self.generic[cls] = None
             return
@@ -296,6 +297,30 @@ class PendingQueue:
         if index is None:
             index = self.thresholds[resource] = []
         _insort(index, (amount, self.serial, cls))
+
+    def park_ready(self, filings: list[tuple[int, Status, tuple[str, int]]]) -> None:
+        """BestEffortFIFO: park every ready class at once, each filed by the (resource, amount)
+        it waits for: what `park` of each head in turn leaves (each index sorted as insort
+        keeps it). `filings` names every ready class."""
+        assert not self.strict and len(filings) == len(self.ready)
+        self.ready.clear()
+        parked, waiting_for, thresholds = self.parked, self.waiting_for, self.thresholds
+        serial = self.serial
+        touched: dict[str, list[tuple[int, int, int]]] = {}
+        for cls, status, (resource, amount) in filings:
+            parked[cls] = status
+            serial += 1
+            waiting_for[cls] = (resource, amount, serial)
+            index = touched.get(resource)
+            if index is None:
+                index = thresholds.get(resource)
+                if index is None:
+                    index = thresholds[resource] = []
+                touched[resource] = index
+            index.append((amount, serial, cls))
+        self.serial = serial
+        for index in touched.values():
+            index.sort()
 
     def candidate_admitted(self, priority: int) -> None:
         """A workload of this priority now holds quota in this (preemptive) queue: the classes
@@ -334,12 +359,14 @@ class PendingQueue:
             return self.requeue_all()
         generic = self.generic
         woke = bool(generic)
+        ready = self.ready
+        arrived = len(ready)  # the classes woken are appended, then sorted in once
         if generic:
-            # _wake for each, in the same order; a generic class is filed nowhere else.
-            parked, ready, classes = self.parked, self.ready, self.classes
+            # _wake for each; a generic class is filed nowhere else.
+            parked, classes = self.parked, self.classes
             for cls in generic:
                 del parked[cls]
-                insort(ready, (classes[cls].first(), cls))
+                ready.append((classes[cls].first(), cls))
             generic.clear()
         for resource, amount in available.items():
             index = self.thresholds.get(resource)
@@ -352,15 +379,22 @@ class PendingQueue:
             del index[:n]
             if not index:
                 del self.thresholds[resource]
-            parked, generic, waiting_for, ready, classes = (
-                self.parked, self.generic, self.waiting_for, self.ready, self.classes,
-            )
+            parked, generic, waiting_for, classes = self.parked, self.generic, self.waiting_for, self.classes
             for _, _, cls in woken:  # _unfile's pops, then _wake's insort
                 parked.pop(cls, None)
                 generic.pop(cls, None)
                 waiting_for.pop(cls, None)
-                insort(ready, (classes[cls].first(), cls))
+                ready.append((classes[cls].first(), cls))
             woke = True
+        if len(ready) != arrived:
+            # What insort of each leaves: the same sorted list (its items are distinct).
+            if arrived == 0 or len(ready) - arrived > 8:
+                ready.sort()
+            else:
+                woken_now = ready[arrived:]
+                del ready[arrived:]
+                for item in woken_now:
+                    insort(ready, item)
         return woke
 
     def is_parked(self, wl_key: str) -> bool:
@@ -420,11 +454,12 @@ class Members:
     shifts the list (a SortedList costs Python-level calls on every read of its head); the
     dead front is dropped once it is most of the list."""
 
-    __slots__ = ("items", "start")
+    __slots__ = ("items", "start", "equivalence")
 
-    def __init__(self) -> None:
+    def __init__(self, equivalence: Hashable = None) -> None:
         self.items: list[OrderKey] = []
         self.start = 0
+        self.equivalence = equivalence  # the class these are the members of
 
     def __len__(self) -> int:
         return len(self.items) - self.start

@@ -146,8 +146,12 @@ class Scheduler:
         self.preemptor: ClassicalPreemptor | FairSharingPreemptor = (
             FairSharingPreemptor(state) if self.fair else ClassicalPreemptor(state)
         )
+        # Roots (by id) of the trees `_settle_quiet_trees` found a head that may fit in, until
+        # their next entry: scanning them again before that would find the same.
+        self._unquiet: dict[int, None] = {}
 
     def schedule(self, out: Emitter) -> None:
+        self._unquiet = {}
         while True:
             batch = heads(self.state)
             if not batch:
@@ -299,27 +303,107 @@ class Scheduler:
         classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
         if classical is not None:
             classical.share_while_unchanged()
+        hopeless: list[ClusterQueueState] = []  # queues whose head was parked still hopeless
+        busy: dict[int, None] = {}  # ids of the roots of the trees whose heads were not
         try:
             for cq, ws in batch:
                 if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
                     status = (reasons.MISCONFIGURED, reasons.MSG_NAMESPACE_MISMATCH)
                     self._park(out, cq, ws, status, blocks=False)
+                    busy[id(cq.node.root())] = None
                     continue
                 invalid = ws.spec.resources_error
                 if invalid is not None:
                     # Unlike a namespace mismatch, Kueue requeues it at once: a StrictFIFO head blocks.
                     self._park(out, cq, ws, (reasons.MISCONFIGURED, invalid))
+                    busy[id(cq.node.root())] = None
                     continue
                 needs = self._still_hopeless(cq, ws)
                 if needs is not None:
                     assert ws.last_status is not None
                     cq.queue.park(ws.order_key, ws.last_status, needs=needs)
+                    hopeless.append(cq)
                     continue
                 entries.append(self.assign(cq, ws))
+                busy[id(cq.node.root())] = None
         finally:
             if classical is not None:
                 classical.stop_sharing()
+        if hopeless and SETTLE_QUIET_TREES:
+            self._settle_quiet_trees(hopeless, busy)
         return entries
+
+    def _settle_quiet_trees(self, hopeless: list[ClusterQueueState], busy: dict[int, None]) -> None:
+        """Park at once the ready heads of every cohort tree that has gone quiet: a tree all of
+        whose heads in this cycle were parked still hopeless, and every other ready head of
+        whose queues is still hopeless now.
+
+        Such a tree changes no more in this input event: it has no entry in this cycle, and
+        nothing else in a cycle moves a tree's usage, candidates or statuses but its own
+        entries (victims are taken within the tree, wakes follow its releases). So each of its
+        ready heads would, one cycle after another, head its queue, be found still hopeless
+        against this same quota, and be parked filed as it is filed here, with nothing else
+        happening in the tree: the one-per-cycle parking of a release's woken herd, done in one
+        pass. What one pass does not reproduce, it refuses: a sticky head (it heads its queue
+        instead) and a waiting preemptor of the tree (it joins every cycle in which its tree
+        has a head). A tree found with a head that may fit is not scanned again until it has an
+        entry (`_unquiet`)."""
+        state = self.state
+        for root_id in busy:
+            self._unquiet.pop(root_id, None)
+        trees: dict[int, list[ClusterQueueState]] = {}
+        for cq in hopeless:
+            root_id = id(cq.node.root())
+            if root_id in busy or root_id in self._unquiet:
+                continue
+            trees.setdefault(root_id, []).append(cq)
+        if not trees:
+            return
+        waiting: dict[int, None] = {}
+        for name in state.waiting_preemptors:
+            preemptor = state.cluster_queues.get(name)
+            if preemptor is not None:
+                waiting[id(preemptor.node.root())] = None
+        workloads = state.workloads
+        for root_id, cqs in trees.items():
+            if root_id in waiting:
+                continue
+            plan: list[tuple[ClusterQueueState, list[tuple[int, Status, tuple[str, int]]]]] = []
+            for cq in cqs:
+                queue = cq.queue
+                if queue.strict:
+                    continue  # its failed head blocks it: nothing else of it heads a cycle
+                if cq.sticky is not None:
+                    plan = []
+                    break
+                selector = cq.spec.namespace_selector
+                selected: dict[str, bool] = {}  # namespace -> selected by cq (one read each)
+                # The tree's quota does not move while it is quiet: each resource's best
+                # availability over its group's flavors is read once, not once per head.
+                best = _best_available(cq)
+                filings: list[tuple[int, Status, tuple[str, int]]] = []
+                for key, cls in queue.ready:
+                    ws = workloads[key[3]]
+                    spec = ws.spec
+                    namespace = spec.namespace
+                    chosen = selected.get(namespace)
+                    if chosen is None:
+                        chosen = selected[namespace] = selector.matches(state.namespace_labels(namespace))
+                    if not chosen or spec.resources_error is not None:
+                        break
+                    needs = self._still_hopeless(cq, ws, best)
+                    if needs is None:
+                        break
+                    assert ws.last_status is not None
+                    filings.append((cls, ws.last_status, needs))
+                else:
+                    plan.append((cq, filings))
+                    continue
+                self._unquiet[root_id] = None
+                plan = []
+                break
+            for cq, filings in plan:
+                cq.queue.park_ready(filings)
 
     def run_cycle(self, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> None:
         state = self.state
@@ -406,7 +490,8 @@ class Scheduler:
             cq.node.add_usages(hold, -1)
         released.flush(state)
 
-    def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState) -> tuple[str, int] | None:
+    def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState,
+                        best: dict[str, int] | None = None) -> tuple[str, int] | None:
         """A woken head that was waiting for quota, which no preemption can help now, and for
         which some pod set's request of some resource exceeds what every flavor has available:
         it cannot fit, so its answer is the one it had. Skipping the full flavor assignment here
@@ -422,11 +507,12 @@ class Scheduler:
         in this cycle; unevaluated, it reserves no room and takes no part in the tournament
         (CONTRACT, "Waiting without re-evaluation": a departure the admission issue asks for).
 
-        Returns the (resource, amount) it waits for, or None if it may fit and must be tried."""
+        Returns the (resource, amount) it waits for, or None if it may fit and must be tried.
+        `best`: `_best_available(cq)`, when the caller has it."""
         last = ws.last_status
         if last is None or last[0] != reasons.WAITING_FOR_QUOTA:
             return None
-        short = self._short_of(cq, ws)
+        short = self._short_of(cq, ws) if best is None else _short_of_best(ws, best)
         if short is None:
             return None
         policy = cq.spec.preemption
@@ -589,6 +675,10 @@ class Scheduler:
         )
 
 
+# Park the heads of a quiet tree in one pass (Scheduler._settle_quiet_trees): the same
+# decisions, checked against parking them one cycle at a time by tests/domain/test_fast_paths.py.
+SETTLE_QUIET_TREES = True
+
 # Statuses a head gets from its place in one cycle rather than from its own evaluation.
 _CYCLE_MESSAGES = frozenset((reasons.MSG_NO_LONGER_FITS, reasons.MSG_OVERLAPPING_TARGETS))
 
@@ -603,6 +693,38 @@ def _works(entry: Entry) -> bool:
 
 def _severity(entry: Entry) -> int:
     return reasons.NO_FIT_SEVERITY.get(entry.assignment.no_fit_reason, 0)
+
+
+def _best_available(cq: ClusterQueueState) -> dict[str, int]:
+    """Per covered resource, the most any flavor of its group has available to cq (-1 for a
+    group without flavors: no request fits there)."""
+    node = cq.node
+    best: dict[str, int] = {}
+    for res, group in cq.groups.items():
+        if not group.flavors:
+            best[res] = -1
+        for f in group.flavors:
+            amount = node.available(fr_key(f.name, res))
+            if res not in best or amount > best[res]:
+                best[res] = amount
+    return best
+
+
+def _short_of_best(ws: WorkloadState, best: dict[str, int]) -> tuple[str, int] | None:
+    """`Scheduler._short_of` given `_best_available` of the ClusterQueue: the same answer (a
+    request is short where every flavor has less available, that is the best of them)."""
+    for ps in ws.spec.pod_sets:
+        count = ps.min_count if ps.min_count is not None else ps.count
+        for res, per_pod in ps.per_pod:
+            need = per_pod * count
+            if need <= 0:
+                continue
+            amount = best.get(res)
+            if amount is None:
+                continue
+            if need > amount:
+                return res, need
+    return None
 
 
 def schedule(state: State, out: Emitter) -> None:

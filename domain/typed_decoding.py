@@ -14,6 +14,7 @@ from domain import reasons
 from domain.api_fields import schema_for, strict_problems
 from domain.fields import Fields, InvalidInput
 from domain.names import ANNOTATIONS_MAX, label_problem, labels_message, subdomain_problem
+from domain.shared_values import shared_labels, shared_name
 from domain.timestamps import TimestampError, parse_time
 from domain.typed_events import TypedEvent, TypedWorkload
 from domain.workload import (
@@ -140,13 +141,13 @@ def workload_spec(wl: TypedWorkload | None) -> WorkloadSpec:
         raise NotTyped
     pod_sets, error = _pod_sets(spec.podSets)
     return WorkloadSpec(
-        namespace=namespace,
+        namespace=shared_name(namespace),
         name=name,
-        queue_name=queue_name,
+        queue_name=shared_name(queue_name),
         priority=priority,
         priority_class=pcn or None,
         active=True if spec.active is None else spec.active,
-        labels=tuple(sorted(labels.items())) if labels else (),
+        labels=shared_labels(tuple(sorted(labels.items()))) if labels else (),
         creation_time=creation,
         pod_sets=pod_sets,
         uid=meta.uid,

@@ -16,6 +16,7 @@ from domain.names import annotations_message, label_problem, labels_message, sub
 from domain.objects import Toleration, checked, described
 from domain.pod_requests import PodSetError, pod_set_requests, requests_above_limits
 from domain.selectors import NodeSelectorTerm, SelectorError, parse_node_selector_terms
+from domain.shared_values import shared_labels, shared_name
 from domain.timestamps import TimestampError, parse_time
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -40,9 +41,12 @@ class PodSet:
     requested: tuple[tuple[str, int], ...] | None = None
 
 
-class WorkloadSpec(msgspec.Struct, frozen=True):
+class WorkloadSpec(msgspec.Struct, frozen=True, gc=False):
     """One per submission, so a Struct: built in C, where a frozen dataclass's __init__ set each
-    field through object.__setattr__ (a large share of a submission's cost)."""
+    field through object.__setattr__ (a large share of a submission's cost). Untracked by the
+    garbage collector (`gc=False`): it holds only strings, numbers and frozen tuples built
+    before it, so it can be in no reference cycle, and a deep backlog's specs cost neither the
+    collector's header nor its passes."""
 
     namespace: str
     name: str
@@ -146,13 +150,13 @@ def parse_workload(raw: object, path: str = "workload") -> WorkloadSpec:
     pod_sets = _pod_sets(spec)
     max_exec = _max_exec_seconds(spec, meta, labels)
     return WorkloadSpec(
-        namespace=namespace,
+        namespace=shared_name(namespace),
         name=name,
-        queue_name=queue_name,
+        queue_name=shared_name(queue_name),
         priority=priority,
         priority_class=pcn or None,
         active=spec.bool("active", True),
-        labels=tuple(labels.items()),
+        labels=shared_labels(tuple(labels.items())),
         creation_time=creation,
         pod_sets=pod_sets,
         uid=meta.opt_str("uid"),
