@@ -75,7 +75,8 @@ class PendingQueue:
         self.parked: dict[int, Status] = {}  # class -> why its head failed
         # StrictFIFO: the head that failed and holds the queue. Kueue requeues it at once and
         # tries it again every cycle; here the queue sleeps until something could change the
-        # answer: a release (requeue_all), the head leaving, or a workload that sorts before it.
+        # answer: a release (requeue_all), the head leaving, a workload that sorts before it, or
+        # an admission in its cohort when it may reclaim there (unblock).
         self.blocker: OrderKey | None = None
         # BestEffortFIFO parked classes are of two kinds. Most wait for "something to change" and
         # wake on any release in the cohort (`generic`). A class whose head asks, for some pod
@@ -157,6 +158,14 @@ class PendingQueue:
     @property
     def blocked(self) -> bool:
         return self.blocker is not None
+
+    def unblock(self) -> bool:
+        """StrictFIFO: let the head that holds the queue be tried again (and only it: classes
+        parked for a namespace mismatch stay parked). Returns whether there is a head to try."""
+        if self.blocker is None:
+            return False
+        self.blocker = None
+        return bool(self.members)
 
     def restore_blocked(self) -> None:
         """Re-establish a blocked StrictFIFO queue from a snapshot: its head is the blocker."""

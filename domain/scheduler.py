@@ -31,7 +31,7 @@ from domain.flavor_assigner import (
     Assignment,
     FlavorAssigner,
 )
-from domain.lifecycle import DeferredWakes, admit, drop_sticky, evict, set_pending
+from domain.lifecycle import DeferredWakes, admit, drop_sticky, evict, set_pending, tree_members
 from domain.objects import ANY, FAIR_SHARING, NEVER
 from domain.preemption.classical import ClassicalPreemptor
 from domain.preemption.fair_sharing_strategies import FairSharingPreemptor
@@ -434,6 +434,7 @@ class Scheduler:
         # Victims released within the cycle (evictionRelease: Immediate) woke their trees while
         # the cycle's held room still counted as used; they wake them again once it is freed.
         released = DeferredWakes()
+        admitted_in: list[ClusterQueueState] = []  # a ClusterQueue of each tree that admitted
         for entry in ordered:
             cq, ws, assignment = entry.cq, entry.ws, entry.assignment
             if assignment.mode == MODE_NO_FIT:
@@ -471,6 +472,7 @@ class Scheduler:
                 if cq.sticky == ws.key:
                     drop_sticky(state, cq)
                 admit(state, out, cq, ws, _admission(cq, assignment, out))
+                admitted_in.append(cq)
                 continue
             reserved.append((cq, dict(assignment.usage)))
             held.append(reserved[-1])
@@ -489,6 +491,8 @@ class Scheduler:
         for cq, hold in reserved:
             cq.node.add_usages(hold, -1)
         released.flush(state)
+        if admitted_in:
+            _retry_strict_heads(state, admitted_in)
 
     def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState,
                         best: dict[str, int] | None = None) -> tuple[str, int] | None:
@@ -729,6 +733,31 @@ def _short_of_best(ws: WorkloadState, best: dict[str, int]) -> tuple[str, int] |
 
 def schedule(state: State, out: Emitter) -> None:
     Scheduler(state).schedule(out)
+
+
+def _retry_strict_heads(state: State, admitted_in: list[ClusterQueueState]) -> None:
+    """After a cycle that admitted workloads, the blocked StrictFIFO heads of those cohort trees
+    that may reclaim within their cohort are tried again in the next cycle.
+
+    Kueue requeues a StrictFIFO head at once whatever its failure (pkg/cache/queue/
+    cluster_queue.go, RequeueIfNotPresent: immediate unless the namespace does not match), so it
+    is tried in every cycle and sees every admission of the cycle before: one that takes its
+    ClusterQueue over its nominal quota, or raises its share, makes its workloads candidates
+    for a head that may reclaim. A blocked queue here otherwise sleeps until a release; an
+    admission cannot help a head whose queue may not reclaim (only its own queue's candidates
+    could, and its own queue admits nothing while it is blocked)."""
+    roots: dict[int, ClusterQueueState] = {}
+    for cq in admitted_in:
+        root = cq.node.root()
+        if root is not cq.node:  # outside a cohort nothing else shares its quota
+            roots.setdefault(id(root), cq)
+    for cq in roots.values():
+        for member in tree_members(state, cq.node.root()):
+            if (member is None or not member.queue.blocked or not member.active
+                    or member.spec.preemption.reclaim_within_cohort == NEVER):
+                continue
+            if member.queue.unblock():
+                state.ready[member.name] = None
 
 
 def _usage(target: Target) -> dict[FR, int]:
