@@ -23,6 +23,7 @@ from domain.lifecycle import (
     rebuild_queue,
     route,
     set_pending,
+    sync_checks,
     unroute,
     wake_all,
     wake_tree,
@@ -49,7 +50,12 @@ from domain.queues import PendingQueue
 from domain.quota import QuotaNode
 from domain.retransform import requests_changed
 from domain.state import ClusterQueueState, State
-from domain.stop_policy import drain_local_queue, is_stopped, stop_cluster_queue
+from domain.stop_policy import (
+    drain_local_queue,
+    is_stopped,
+    stop_cluster_queue,
+    take_back_reservations,
+)
 from domain.tas import check_flavor_update, topology_problems
 from domain.topology import (
     apply_cohort,
@@ -154,12 +160,14 @@ def _apply_cluster_queue(state: State, spec: ClusterQueueSpec, out: Emitter) -> 
     cq = state.cluster_queues.get(spec.name)
     strict = spec.queueing_strategy == STRICT_FIFO
     old_root: QuotaNode | None = None
+    checks_changed = False
     if cq is None:
         cq = ClusterQueueState(spec, QuotaNode(spec.name, True), PendingQueue(strict), groups)
         state.cluster_queues[spec.name] = cq
         cq.queue = new_queue(state, cq, strict)
     else:
         old_root = cq.node.root()
+        checks_changed = cq.spec.admission_checks != spec.admission_checks
         cq.spec = spec
         cq.groups = groups
         cq.terminating = False
@@ -170,6 +178,10 @@ def _apply_cluster_queue(state: State, spec: ClusterQueueSpec, out: Emitter) -> 
     cq.node.set_quotas(*quota_maps(cq.quotas))
     cq.node.weight = spec.fair_weight
     set_parent(state, cq.node, spec.cohort)
+    # Kueue's Reconcile syncs a reservation's checks before it looks at the stop policy: a
+    # reservation whose last pending check is removed is admitted, and Hold then keeps it.
+    if checks_changed:
+        sync_checks(state, out, cq)
     stop_cluster_queue(state, out, cq)
     # Only this queue's activeness can have changed: every other queue's depends on its own
     # spec and termination and on the flavors and admission checks, and each change of those
@@ -316,7 +328,9 @@ def _delete_object(state: State, kind: str, name: str, namespace: str | None, ou
     """Delete an object that exists, and apply what that sets off."""
     if kind == "ClusterQueue":
         cq = state.cluster_queues[name]
-        # Like Kueue's finalizer: it lingers, inactive, while workloads hold its quota.
+        # Taken back first, while the queue is still there to queue them again; then, like
+        # Kueue's finalizer, it lingers, inactive, while admitted workloads hold its quota.
+        take_back_reservations(state, out, list(cq.admitted))
         cq.terminating = True
         refresh_activeness(state, out)
         wake_tree(state, cq)
@@ -326,11 +340,13 @@ def _delete_object(state: State, kind: str, name: str, namespace: str | None, ou
         lq_key = (namespace, name)
         del state.local_queues[lq_key]
         local_queue_usage.local_queue_deleted(state, lq_key)
-        for key in list(state.by_local_queue.get(lq_key, {})):
+        members = list(state.by_local_queue.get(lq_key, {}))
+        for key in members:
             ws = state.workloads[key]
             if ws.admission is None and ws.spec.active:
                 unroute(state, ws)
                 route(state, out, ws)
+        take_back_reservations(state, out, members)
     elif kind == "ResourceFlavor":
         del state.flavors[name]
         refresh_activeness(state, out)

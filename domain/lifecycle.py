@@ -195,6 +195,28 @@ def applicable_checks(cq: ClusterQueueState, admission: Admission) -> dict[str, 
     return dict.fromkeys(names, "Pending")
 
 
+def sync_checks(state: State, out: Emitter, cq: ClusterQueueState) -> None:
+    """cq's admission checks changed: every reservation in it carries the checks that now apply,
+    keeping the states of those it had and adding the others as Pending; one not admitted yet
+    whose checks are now all Ready (or that has none left) is admitted. As Kueue's workload
+    controller does for the workloads of a ClusterQueue whose checks change
+    (pkg/controller/core/workload_controller.go, `reconcileSyncAdmissionChecks`, then
+    `SyncAdmittedCondition`); an admitted workload stays admitted."""
+    for key in list(cq.admitted):
+        ws = state.workloads[key]
+        admission = ws.admission
+        if admission is None or ws.evicted:
+            continue
+        checks = {name: admission.checks.get(name, "Pending") for name in applicable_checks(cq, admission)}
+        if checks == admission.checks:
+            continue
+        admission.checks = checks
+        if not admission.admitted and all(v == "Ready" for v in checks.values()):
+            admission.admitted = True
+            local_queue_usage.admitted(state, ws)
+            out.emit(Admitted, ws.key, clusterQueue=cq.name, podSetAssignments=admission.pod_sets)
+
+
 def release(state: State, ws: WorkloadState, wakes: DeferredWakes | None = None) -> ClusterQueueState | None:
     """Give back a workload's quota and wake what it may let in (now, or with `wakes` when they
     are flushed); returns the ClusterQueue it held quota in."""
