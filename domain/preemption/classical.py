@@ -39,6 +39,7 @@ from domain.preemption.policy import (
 )
 from domain.preemption.reading import Key, Source, Stream, any_candidate, path_valid, read_group
 from domain.preemption.shared_cohort import SharedCohort, SharedGroups
+from domain.preemption.shortfall import cannot_fit
 from domain.preemption.victims import Candidate, Pending, add_back, apply_pending, note, removal_node
 from domain.quota import FR, QuotaNode, over_nominal
 from domain.state import ClusterQueueState, State, WorkloadState
@@ -123,6 +124,11 @@ class ClassicalPreemptor:
     ) -> list[Target]:
         if never_preempts(cq):
             return []  # a non-preemptive queue: no candidate can exist
+        if cannot_fit(self.state, cq, ws, requests):
+            # Speed-up, exact (shortfall.py): even every workload it could take would leave the
+            # preemptor short; only the search's side effect is kept.
+            self.defer(cq, requests, frs)
+            return []
         policy = cq.spec.preemption
         same_queue: list[Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
         cohort = self._cohort(cq, frs) if policy.reclaim_within_cohort != NEVER else None
@@ -275,8 +281,17 @@ class ClassicalPreemptor:
         state = self.state
         if cq.name in state.deferred or never_preempts(cq):
             return
-        if id(cq.node.root()) not in state.admitted_roots:
+        root = cq.node.root()
+        if id(root) not in state.admitted_roots:
             return  # no queue of its tree, where all its sources are, holds a workload admitted now
+        offset = state.offset
+        cluster_queues = state.cluster_queues
+        for leaf in root.leaves():
+            member = cluster_queues.get(leaf.name)
+            if member is not None and member.candidates.shields_at(offset):
+                break
+        else:
+            return  # none of them holds one that is no candidate now: the sources need not be found
         policy = cq.spec.preemption
         same_queue: list[Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
         hierarchy, priority = self._cohort_sources(cq, requests, frs)
