@@ -58,12 +58,32 @@ GROUPS: tuple[tuple[bool, int], ...] = tuple((evicted, kind) for evicted in (Tru
 NO_SHARED_KIND = -1  # the search does not read a shared cohort
 
 
+# Switch of the answers kept across one scheduling pass's nominations (`ClassicalPreemptor.targets`).
+KEEP_ANSWERS = True
+
+# A kept answer: the epoch of the preemptor's cohort tree it was found in, and the targets.
+Kept = tuple[int, tuple[Target, ...]]
+
+
 class ClassicalPreemptor:
+    """One scheduling pass's classical searches (the scheduler makes one per pass)."""
+
     def __init__(self, state: State) -> None:
         self.state = state
         # Flat cohorts' shared reading, by (root, flavor-resources), while the caller
         # guarantees that no usage and no workload changes (`share_while_unchanged`).
         self._cohorts: dict[tuple[int, tuple[FR, ...]], SharedCohort | None] | None = None
+        # Answers of searches made while nominating, by (preemptor, its queue, requests,
+        # flavor-resources), and per cohort tree (by the id of its root) how many times the pass
+        # admitted or evicted in it since it began (`tree_changed`).
+        self._kept: dict[tuple[object, ...], Kept] | None = {} if KEEP_ANSWERS else None
+        self._epochs: dict[int, int] = {}
+
+    def tree_changed(self, node: QuotaNode) -> None:
+        """The scheduler admitted, evicted or released a workload in node's cohort tree: the
+        answers kept for its preemptors no longer hold."""
+        root = id(node.root())
+        self._epochs[root] = self._epochs.get(root, 0) + 1
 
     def share_while_unchanged(self) -> None:
         """From now until `stop_sharing`, nothing but these searches touches the quota or the
@@ -116,6 +136,37 @@ class ClassicalPreemptor:
         return groups
 
     def targets(
+        self,
+        cq: ClusterQueueState,
+        ws: WorkloadState,
+        requests: dict[FR, int],
+        frs: list[FR],
+    ) -> list[Target]:
+        """The victims that make room for these requests (none if nothing can).
+
+        Speed-up, exact: while nominating, an answer found in an earlier nomination of the same
+        scheduling pass is given again when nothing has been admitted, evicted or released in
+        the preemptor's cohort tree since. A search reads only that tree's usage and workloads
+        (and the preemptor, the configuration and the input offset, which do not change within
+        a pass), and at every nomination each of them is as the admissions, evictions and
+        releases of the pass left it: what a cycle holds for its preemptors is given back before
+        the next one nominates. The search's one side effect, deferring the ClusterQueue, was
+        made the first time and lasts for the whole pass. A waiting preemptor is nominated in
+        every cycle of its tree (Kueue's head of its queue), and most cycles after a release
+        only park woken heads: its searches are asked again on the same tree."""
+        kept = self._kept
+        if kept is None or self._cohorts is None:
+            return self._targets(cq, ws, requests, frs)
+        key = (ws.key, id(cq), tuple(requests.items()), tuple(frs))
+        epoch = self._epochs.get(id(cq.node.root()), 0)
+        found = kept.get(key)
+        if found is not None and found[0] == epoch:
+            return list(found[1])
+        answer = self._targets(cq, ws, requests, frs)
+        kept[key] = (epoch, tuple(answer))
+        return answer
+
+    def _targets(
         self,
         cq: ClusterQueueState,
         ws: WorkloadState,
