@@ -78,6 +78,9 @@ class ClassicalPreemptor:
         # admitted or evicted in it since it began (`tree_changed`).
         self._kept: dict[tuple[object, ...], Kept] | None = {} if KEEP_ANSWERS else None
         self._epochs: dict[int, int] = {}
+        # Per cohort tree (by the id of its root): whether some queue of it holds a workload
+        # shielded at this offset (`defer`), and the tree's epoch when that was seen.
+        self._shielding: dict[int, tuple[int, bool]] = {}
 
     def tree_changed(self, node: QuotaNode) -> None:
         """The scheduler admitted, evicted or released a workload in node's cohort tree: the
@@ -335,18 +338,33 @@ class ClassicalPreemptor:
         root = cq.node.root()
         if id(root) not in state.admitted_roots:
             return  # no queue of its tree, where all its sources are, holds a workload admitted now
-        offset = state.offset
-        cluster_queues = state.cluster_queues
-        for leaf in root.leaves():
-            member = cluster_queues.get(leaf.name)
-            if member is not None and member.candidates.shields_at(offset):
-                break
-        else:
+        if not self._shields(root):
             return  # none of them holds one that is no candidate now: the sources need not be found
         policy = cq.spec.preemption
         same_queue: list[Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
         hierarchy, priority = self._cohort_sources(cq, requests, frs)
         self._defer_if_admitted_now(cq, (same_queue, hierarchy, priority))
+
+    def _shields(self, root: QuotaNode) -> bool:
+        """Does some queue of root's tree hold a workload admitted by the event being applied
+        that is no candidate within it (`CandidateIndex.shields_at`)? Only an admission changes
+        that within a pass: with the answers kept (KEEP_ANSWERS), kept per tree epoch."""
+        key = id(root)
+        epoch = self._epochs.get(key, 0)
+        if self._kept is not None:
+            seen = self._shielding.get(key)
+            if seen is not None and seen[0] == epoch:
+                return seen[1]
+        offset = self.state.offset
+        cluster_queues = self.state.cluster_queues
+        shields = False
+        for leaf in root.leaves():
+            member = cluster_queues.get(leaf.name)
+            if member is not None and member.candidates.shields_at(offset):
+                shields = True
+                break
+        self._shielding[key] = (epoch, shields)
+        return shields
 
     def _defer_if_admitted_now(self, cq: ClusterQueueState, kinds: tuple[list[Source], ...]) -> None:
         offset = self.state.offset

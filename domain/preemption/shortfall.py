@@ -61,7 +61,7 @@ def cannot_fit(state: State, cq: ClusterQueueState, ws: WorkloadState, requests:
     parent = node.parent
     if parent is None or spec.reclaim_within_cohort == NEVER:
         return True
-    if _advantage_possible(node, requests):
+    if parent.parent is not None and _advantage_possible(node, requests):
         return False
     if spec.borrow_within_cohort == NEVER:
         return True
@@ -99,12 +99,11 @@ def _bound(policy: str, ws: WorkloadState) -> int:
 
 
 def _advantage_possible(node: QuotaNode, requests: dict[FR, int]) -> bool:
-    """Could some candidate be taken as hierarchical reclaim: does the preemptor fit in its own
-    quota, or in that of a cohort below the root (`ClassicalPreemptor._cohort_sources`, which
-    walks up the same way)?"""
-    fits, remaining = fit_in_quota(node, requests)
-    if fits:
-        return True
+    """Could some candidate be taken as hierarchical reclaim: does the preemptor fit in the
+    quota of a cohort below the root (`ClassicalPreemptor._cohort_sources`, which walks up the
+    same way)? Asked of a preemptor that does not fit in its own quota (it borrows even with
+    all its own candidates gone), whose parent is not the root."""
+    remaining = fit_in_quota(node, requests)[1]
     for subtree in node.ancestors():
         if subtree.parent is None:
             return False  # the root's quota gives no advantage: nothing sits outside it
