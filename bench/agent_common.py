@@ -14,10 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from streams.log.envelope import event_message
 from devtools.generate import generated_events
 from streams.log import EventLog, Message, Topics
-from streams.settings import ENV_DECISIONS_TOPIC, ENV_INPUT_TOPIC, ENV_KAFKA_BOOTSTRAP, ENV_SNAPSHOTS_TOPIC
+from streams.log.envelope import event_message
+from streams.settings import (
+    ENV_DECISIONS_TOPIC,
+    ENV_INPUT_TOPIC,
+    ENV_KAFKA_BOOTSTRAP,
+    ENV_SNAPSHOTS_TOPIC,
+)
 
 SENTINEL = b"end-of-benchmark: not JSON"  # always decides something (Rejected)
 

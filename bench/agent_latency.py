@@ -31,7 +31,13 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
 
-from bench.agent_common import AgentProcess, bench_topics, kafka_bootstrap, messages, percentile
+from bench.agent_common import (
+    AgentProcess,
+    bench_topics,
+    kafka_bootstrap,
+    messages,
+    percentile,
+)
 from streams.log.kafka import COMPACTED, UNLIMITED, KafkaLog
 
 

@@ -26,7 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.agent_common import AgentProcess, append_all, bench_topics, iso_to_epoch, kafka_bootstrap, messages
+from bench.agent_common import (
+    AgentProcess,
+    append_all,
+    bench_topics,
+    iso_to_epoch,
+    kafka_bootstrap,
+    messages,
+)
 from streams.agent.loop import cause_of
 from streams.log import EventLog, Topics, open_log
 

@@ -40,10 +40,10 @@ from aiokafka.structs import TopicPartition
 from bench.agent_common import append_all, bench_topics, kafka_bootstrap, messages
 from domain.engine import Engine
 from streams.agent import structured_logs as logs
-from streams.agent.loop import Agent, AgentConfig
 from streams.agent.engine_host import Batch, ChildEngine, Shell
+from streams.agent.loop import Agent, AgentConfig
+from streams.log import Message, Record, Topics, TopicSpec
 from streams.log.kafka import KafkaLog
-from streams.log import Message, Record, TopicSpec, Topics
 
 MODES = ("inprocess", "process")
 

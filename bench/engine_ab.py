@@ -118,8 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n for n in args.variants.split(",") if n]
     with tempfile.TemporaryDirectory(prefix="engine-ab-") as tmp:
         base = load_engine_at(args.base, Path(tmp))
-        from domain.engine import Engine as ours
         from domain._engine_form import running_compiled
+        from domain.engine import Engine as ours
 
         # The base always runs from its sources: against a compiled checkout (`make`), the ratio
         # includes the compilation (--base HEAD measures it alone); QUOTAFLOW_PURE_PYTHON=1

@@ -65,7 +65,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bench.engine_variants import COMPARISONS, CQ_SCALE, GOAL_COMPARISONS, VARIANTS, Variant, build_variants
+from bench.engine_variants import (
+    COMPARISONS,
+    CQ_SCALE,
+    GOAL_COMPARISONS,
+    VARIANTS,
+    Variant,
+    build_variants,
+)
 from bench.timing import CLOCKS, MODES, Run, environment, gc_threshold, measure, profile
 from devtools.cluster_stream import BASE_COHORTS, CQS_PER_COHORT, Generated, generate
 

@@ -24,9 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bench import engine_variants, timing
 from devtools import cluster_stream
-from bench import engine_variants
-from bench import timing
 from domain.engine import Engine
 
 

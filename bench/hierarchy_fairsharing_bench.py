@@ -45,10 +45,9 @@ from typing import Any
 
 import msgspec
 
-from devtools import cluster_stream
-from bench import engine_variants
-from bench import timing
 from bench import engine_bench as eb
+from bench import engine_variants, timing
+from devtools import cluster_stream
 from domain.quantity import amount
 from domain.timestamps import format_time
 

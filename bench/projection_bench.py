@@ -50,8 +50,8 @@ from devtools.cluster_stream import generate, render, setup_events
 from projections.fold import Projection
 from projections.follower import decode_decision, rebuild
 from streams.agent.loop import Agent, AgentConfig
-from streams.log.envelope import event_message
 from streams.log import EventLog, Message, Topics
+from streams.log.envelope import event_message
 
 SENTINEL = b"end of benchmark: not JSON"  # always decides (Rejected): the agent's last decision
 BATCH = 5000

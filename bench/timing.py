@@ -29,7 +29,6 @@ from domain.decisions import Admitted, Decision, Deleted, Finished, Pending
 from domain.engine import Engine
 from domain.quantity import amount
 
-
 _NOMINAL_AMOUNTS = {(f, r): amount(r, v) for f, res in NOMINAL.items() for r, v in res.items()}
 
 

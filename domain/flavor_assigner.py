@@ -331,7 +331,9 @@ class FlavorAssigner:
                 break
             if is_preferred(rep, best_mode, fungibility):
                 best, best_modes, best_mode = chosen, modes, rep
-        if best_mode.mode != FIT:
+        # A flavor ranked as a borrowing fit may hold a resource that needs preemption (under
+        # PreemptionOverBorrowing): its reasons say why, as for any flavor that needs it.
+        if best_mode.mode != FIT or (best_modes is not None and any(m != FIT for m in best_modes.values())):
             psr.reasons.extend(reasons_out)
         if not best or best_modes is None:
             return _reason_of(least_severe) if least_severe else reasons.WAITING_FOR_QUOTA

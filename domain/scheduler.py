@@ -203,46 +203,55 @@ class Scheduler:
             ws.resume_flavors = None
             if kept[0] == self.state.offset:
                 resume = kept[1]
-        full = self._try(cq, ws, assigner, None, search, resume)
-        if resume is not None and full.assignment.mode != MODE_FIT and not full.targets:
+        entry = self._cycles(cq, ws, assigner, search, resume)
+        if resume is not None and not _works(entry):
             # The resumed scan found nothing: Kueue puts the workload back with the inadmissible
             # ones, and the cluster having changed, its next attempt scans afresh; so does this
             # one, so that the head never waits on an answer that skipped flavors.
-            full = self._try(cq, ws, assigner, None, search)
-        if full.assignment.mode == MODE_FIT or full.targets:
-            return full
-        partial = self._partial(cq, ws, assigner, search)
-        return partial if partial is not None else Entry(cq, ws, full.assignment)
+            entry = self._cycles(cq, ws, assigner, search, None)
+        return entry
 
-    @staticmethod
-    def _try(cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
-             counts: list[int] | None, search: Searches | None,
-             resume: list[dict[str, int]] | None = None) -> Entry:
-        """The entry for these counts, as Kueue's consecutive cycles reach it.
+    def _cycles(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
+                search: Searches | None, resume: list[dict[str, int]] | None) -> Entry:
+        """The entry, as Kueue's consecutive cycles reach it.
 
-        When a scan neither fits nor finds preemption targets while some pod set's scan
-        stopped before the last flavor of its group, Kueue keeps that progress (KEP 582:
-        pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets records
+        Each of Kueue's cycles (pkg/scheduler/scheduler.go getInitialAssignments) tries the
+        full pod counts, then, when they neither fit nor find preemption targets, the
+        partial-admission search; both resume the flavor scan where the previous cycle's scan of
+        the full counts stopped (the workload's LastAssignment, which recordAssignment takes from
+        the full assignment when the search finds nothing). When neither works while some pod
+        set's scan stopped before the last flavor of its group, Kueue keeps that progress (KEP
+        582: pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets records
         TriedFlavorIdx) and, flavors being pending, puts the workload straight back in its queue
         (pkg/cache/queue/cluster_queue.go requeueIfNotPresent, PendingFlavors): its next cycle
         resumes each of those scans at the next flavor, so an arrangement where an earlier pod
-        set takes a later flavor is found. Those attempts are made here at once, from a fresh
-        scan. When none works, the attempt with the least severe reason answers (first among
-        equals): the fresh scan's, unless a resumed one shows that the workload could fit in an
-        emptier cluster."""
-        entry = best = Scheduler._try_once(cq, ws, assigner, counts, search, resume)
+        set takes a later flavor is found. Those cycles are made here at once, in their order:
+        a reduced count found in an earlier cycle wins over a full count a later resumed scan
+        would find. When none works, the attempt with the least severe reason answers (first
+        among equals): the first scan's, unless a resumed one shows that the workload could fit
+        in an emptier cluster."""
+        full = best = self._try_once(cq, ws, assigner, None, search, resume)
         resumes = 0
-        while (entry.assignment.mode != MODE_FIT and not entry.targets and entry.assignment.pending_flavors()
-               and resumes < _MAX_RESUMES):
+        while True:
+            if _works(full):
+                return full
+            partial = self._partial(cq, ws, assigner, search, resume)
+            if partial is not None:
+                return partial
             # The bound only guards against resumptions that would cycle (Kueue would keep
             # requeueing the workload); each starts past where the previous one stopped.
+            if not full.assignment.pending_flavors() or resumes >= _MAX_RESUMES:
+                return Entry(cq, ws, best.assignment)
+            if resumes == 0:
+                # Kueue's next cycle resumes from this cycle's scan: if the workload is tried
+                # again within this input event, the cluster changed since (this cycle's
+                # preemptions or admissions), and that cycle resumes from here.
+                ws.resume_flavors = (self.state.offset, full.assignment.tried)
             resumes += 1
-            entry = Scheduler._try_once(cq, ws, assigner, counts, search, entry.assignment.tried)
-            if entry.assignment.mode == MODE_FIT or entry.targets:
-                return entry
-            if _severity(entry) < _severity(best):
-                best = entry
-        return best
+            resume = full.assignment.tried
+            full = self._try_once(cq, ws, assigner, None, search, resume)
+            if not _works(full) and _severity(full) < _severity(best):
+                best = full
 
     @staticmethod
     def _try_once(cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
@@ -255,11 +264,13 @@ class Scheduler:
         return entry
 
     def _partial(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
-                 search: Searches | None) -> Entry | None:
+                 search: Searches | None, resume: list[dict[str, int]] | None) -> Entry | None:
         """Partial admission: the largest pod counts (down to minCount) that fit or can preempt.
 
         Kueue searches i in [0, Δ] (Δ = Σ count − minCount) for the smallest i whose counts
-        count − ⌊δ·i/Δ⌋ work, by binary search."""
+        count − ⌊δ·i/Δ⌋ work, by binary search (pkg/scheduler/flavorassigner/podset_reducer.go),
+        every try resuming the flavor scan from the same place as the full counts' scan of the
+        cycle."""
         pod_sets = ws.spec.pod_sets
         deltas = [ps.count - (ps.min_count if ps.min_count is not None else ps.count) for ps in pod_sets]
         total = sum(deltas)
@@ -270,8 +281,8 @@ class Scheduler:
         while lo < hi:
             mid = (lo + hi) // 2
             counts = [ps.count - d * mid // total for ps, d in zip(pod_sets, deltas)]
-            entry = self._try(cq, ws, assigner, counts, search)
-            if entry.assignment.mode == MODE_FIT or entry.targets:
+            entry = self._try_once(cq, ws, assigner, counts, search, resume)
+            if _works(entry):
                 found = entry
                 hi = mid
             else:
@@ -593,6 +604,11 @@ _CYCLE_MESSAGES = frozenset((reasons.MSG_NO_LONGER_FITS, reasons.MSG_OVERLAPPING
 
 
 _MAX_RESUMES = 64
+
+
+def _works(entry: Entry) -> bool:
+    """The attempt fits, or found preemption targets (Kueue takes it as the cycle's assignment)."""
+    return entry.assignment.mode == MODE_FIT or bool(entry.targets)
 
 
 def _severity(entry: Entry) -> int:

@@ -12,6 +12,7 @@ from array import array
 from typing import TYPE_CHECKING, Any
 
 from domain import reasons
+from projections.local_queue_counts import LocalQueueCounts, count, count_admission
 from projections.records import (
     Admitted,
     Applied,
@@ -56,6 +57,7 @@ class DecisionHandlers:
         cohorts: dict[str, CohortSpec]
         _cohort_chains: dict[str, tuple[str, ...]]
         by_lq: dict[LQKey, dict[str, None]]
+        lq_counts: dict[LQKey, LocalQueueCounts]
         by_priority_class: dict[str, dict[str, None]]
         counters: Counters
         decisions: int
@@ -140,6 +142,7 @@ class DecisionHandlers:
             cq._totals = None
             cq.admitted += 1
             wv.admitted = True
+            count_admission(self.lq_counts, wv, 1)
             self.lq_usage.admitted(wv.key, wv.lq, cq.spec, wv.usage, self.clock)
             s = self._qstats(wv, cq.name)
             self._observe_admission(s, wait)
@@ -164,10 +167,12 @@ class DecisionHandlers:
         if usage is None:  # (a record not made by decode_decision)
             usage = usage_of(d.podSetAssignments) or {}
         name = cq.name
+        count(self.lq_counts, wv, -1)
         wv.cluster_queue = name
         wv.usage = usage
         wv.admitted = admitted
         wv.evicted = False
+        count(self.lq_counts, wv, 1)
         wv.reason = wv.message = None
         wv.reserved_us = self.event_time_us
         cq.holders[wv.key] = None
@@ -234,6 +239,7 @@ class DecisionHandlers:
     def _unadmit(self, wv: WorkloadView) -> None:
         if not wv.admitted:
             return
+        count_admission(self.lq_counts, wv, -1)
         cq = self.cluster_queues[wv.cluster_queue]  # type: ignore[index]
         cq.held[id(wv.usage)][2] -= 1
         cq._totals = None
@@ -243,6 +249,7 @@ class DecisionHandlers:
     def _release(self, wv: WorkloadView) -> ClusterQueueView | None:
         if wv.cluster_queue is None:
             return None
+        count(self.lq_counts, wv, -1)
         self.lq_usage.released(wv.key, wv.lq, self.clock)
         cq = self.cluster_queues[wv.cluster_queue]
         key = id(wv.usage)
@@ -259,6 +266,7 @@ class DecisionHandlers:
         wv.cluster_queue = None
         wv.usage = None
         wv.evicted = False
+        count(self.lq_counts, wv, 1)
         if cq.terminating and not cq.holders:
             self._remove_cluster_queue(cq)
         return cq
@@ -386,6 +394,7 @@ class DecisionHandlers:
             self._dequeue(wv)
         if wv.cluster_queue is not None:
             self._release(wv)
+        count(self.lq_counts, wv, -1)
         key = wv.key
         del self.workloads[key]
         members = self.by_lq.get(wv.lq)

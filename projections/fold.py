@@ -58,6 +58,7 @@ from domain.timestamps import TimestampError, parse_time
 from domain.workload_events import lookup
 from projections.config_following import ConfigFollower
 from projections.decision_handlers import DecisionHandlers
+from projections.local_queue_counts import LocalQueueCounts
 from projections.local_queue_usage import LocalQueueUsage
 from projections.pending_queues import PendingQueues
 from projections.records import FR as FR  # (re-exported, as DecisionRecord)
@@ -107,6 +108,7 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
         self.finished: dict[str, LQKey] = {}  # finished, not deleted -> its LocalQueue
         self.finished_by_lq: dict[LQKey, int] = {}  # (Kueue's finished_workloads gauges)
         self.by_lq: dict[LQKey, dict[str, None]] = {}
+        self.lq_counts: dict[LQKey, LocalQueueCounts] = {}  # (projections/local_queue_counts.py)
         self.by_priority_class: dict[str, dict[str, None]] = {}
         # LocalQueue -> OrderKeys of its workloads queued in its ClusterQueue (kept apart from the
         # LocalQueue object, which may be deleted and applied again)
@@ -183,6 +185,13 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
             for key, _ in self._pods_reports.values():
                 self._anomaly(f"input offset {offset}: WorkloadPodsReady of {key} without its Applied decision")
             self._pods_reports.clear()
+        if decisions:
+            self._event_decided(decisions)
+
+    def _event_decided(self, decisions: list[DecisionRecord]) -> None:
+        """Called once an input event and all its decisions are folded, with those decisions: a
+        follower that acts on decisions (the launcher) reads the fold as it stands after the
+        whole step. The views need nothing here."""
 
     def _follow_record(self, value: bytes, seq: int, record_time: int) -> None:
         """An input record the engine did not reject as a whole."""
@@ -353,6 +362,10 @@ class Projection(ConfigFollower, WorkloadFollower, PendingQueues, DecisionHandle
             "finished": sorted(self.finished.items()),
             "finished_by_lq": sorted(self.finished_by_lq.items()),
             "by_lq": {f"{k[0]}/{k[1]}": sorted(v) for k, v in sorted(self.by_lq.items())},
+            "lq_counts": {
+                f"{k[0]}/{k[1]}": [c.pending, c.reserving, c.admitted, usage(c.reservation), usage(c.usage)]
+                for k, c in sorted(self.lq_counts.items())
+            },
             "by_priority_class": {k: sorted(v) for k, v in sorted(self.by_priority_class.items())},
             "counters": {
                 "admitted": sorted(c.admitted.items()),

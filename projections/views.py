@@ -19,6 +19,7 @@ All functions read a `Projection` and never change it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -164,24 +165,12 @@ def cluster_queues(p: Projection) -> list[dict[str, Any]]:
 
 # -- LocalQueues --------------------------------------------------------------------------------
 def local_queue_counts(p: Projection, key: LQKey) -> dict[str, Any]:
-    """Pending / reserving / admitted counts and held quota of one LocalQueue's workloads."""
-    pending = reserving = admitted = 0
-    reservation: dict[FR, int] = {}
-    usage: dict[FR, int] = {}
-    for wl in p.by_lq.get(key, {}):
-        wv = p.workloads[wl]
-        if wv.holding:
-            reserving += 1
-            assert wv.usage is not None
-            for fr, v in wv.usage.items():
-                reservation[fr] = reservation.get(fr, 0) + v
-            if wv.admitted:
-                admitted += 1
-                for fr, v in wv.usage.items():
-                    usage[fr] = usage.get(fr, 0) + v
-        elif wv.active:
-            pending += 1
-    return {"pending": pending, "reserving": reserving, "admitted": admitted, "reservation": reservation, "usage": usage}
+    """Pending / reserving / admitted counts and held quota of one LocalQueue's workloads (kept
+    by the fold: projections/local_queue_counts.py)."""
+    c = p.lq_counts.get(key)
+    if c is None:
+        return {"pending": 0, "reserving": 0, "admitted": 0, "reservation": {}, "usage": {}}
+    return {"pending": c.pending, "reserving": c.reserving, "admitted": c.admitted, "reservation": c.reservation, "usage": c.usage}
 
 
 def local_queue_active(p: Projection, key: LQKey) -> tuple[bool, str, str]:
@@ -306,8 +295,36 @@ def _split(total: int, weights: list[tuple[str, int]]) -> dict[str, int]:
     return {n: v for n, v in base.items() if v}
 
 
-def cohort(p: Projection, name: str, tree: _CohortTree | None = None) -> dict[str, Any] | None:
-    """A cohort: its members, totals, and who lends to whom.
+@dataclass(frozen=True)
+class CohortResource:
+    """One flavor and resource of a cohort's subtree, in integer amounts (`cohort` formats them)."""
+
+    flavor: str
+    resource: str
+    nominal: int
+    reservation: int
+    usage: int
+    borrowed: int
+    unused_lendable: int
+    borrowers: list[tuple[str, int]]  # ClusterQueue -> what it holds above its nominal quota
+    lent: dict[str, int]  # lender -> its attributed share of `borrowed`, in name order
+    lending: list[tuple[str, str, int]]  # (from, to, amount): borrowers paired with lenders
+
+
+@dataclass(frozen=True)
+class CohortFigures:
+    """A cohort's members and its totals, as numbers: what `cohort` shows, before formatting."""
+
+    name: str
+    spec: CohortSpec | None
+    cluster_queues: list[str]  # its own members
+    cohorts: list[str]  # its child cohorts
+    subtree_cluster_queues: list[str]
+    resources: list[CohortResource]
+
+
+def cohort_figures(p: Projection, name: str, tree: _CohortTree | None = None) -> CohortFigures | None:
+    """A cohort's members, totals, and who lends to whom (None: no such cohort).
 
     Kueue pools a cohort's unused quota and keeps no ledger of who lends to whom, so that part is
     an attribution: per flavor and resource, what the subtree's ClusterQueues borrow (usage above
@@ -318,10 +335,8 @@ def cohort(p: Projection, name: str, tree: _CohortTree | None = None) -> dict[st
     tree = tree or _CohortTree(p)
     if name not in p.cohorts and name not in tree.names:
         return None
-    spec = p.cohorts.get(name)
     queues = _subtree_queues(p, name, tree)
     cohorts_below = _subtree_cohorts(p, name, tree)
-    direct = tree.members.get(name, [])
     frs: list[FR] = []
     for cq_name in queues:
         for fr in p.cluster_queues[cq_name].quotas:
@@ -337,7 +352,6 @@ def cohort(p: Projection, name: str, tree: _CohortTree | None = None) -> dict[st
             if fr not in frs:
                 frs.append(fr)
     resources = []
-    lending = []
     for fr in frs:
         flavor, res = fr
         nominal = reservation = usage = 0
@@ -363,31 +377,36 @@ def cohort(p: Projection, name: str, tree: _CohortTree | None = None) -> dict[st
                 nominal += value
                 lenders.append((owner, value))
         borrowed = sum(b for _, b in borrowers)
-        lent = _split(borrowed, lenders)
-        resources.append({
-            "flavor": flavor,
-            "resource": res,
-            "nominalQuota": fmt(res, nominal),
-            "reservation": fmt(res, reservation),
-            "usage": fmt(res, usage),
-            "borrowed": fmt(res, borrowed),
-            "unusedLendable": fmt(res, sum(v for _, v in lenders)),
-            "borrowers": {n: fmt(res, v) for n, v in borrowers},
-            "lenders": {n: fmt(res, v) for n, v in sorted(lent.items())},
-        })
+        lent = dict(sorted(_split(borrowed, lenders).items()))
         # pair borrowers with lenders, both in name order
-        supply = sorted(lent.items())
+        lending: list[tuple[str, str, int]] = []
+        supply = list(lent.items())
         i = 0
         left = supply[0][1] if supply else 0
         for borrower, need in sorted(borrowers):
             while need > 0 and i < len(supply):
                 take = min(need, left)
-                lending.append({"from": supply[i][0], "to": borrower, "flavor": flavor, "resource": res, "amount": fmt(res, take)})
+                lending.append((supply[i][0], borrower, take))
                 need -= take
                 left -= take
                 if left == 0:
                     i += 1
                     left = supply[i][1] if i < len(supply) else 0
+        resources.append(CohortResource(
+            flavor, res, nominal, reservation, usage, borrowed, sum(v for _, v in lenders), borrowers, lent, lending,
+        ))
+    return CohortFigures(name, p.cohorts.get(name), tree.members.get(name, []), tree.kids.get(name, []), queues, resources)
+
+
+def all_cohort_figures(p: Projection) -> list[CohortFigures]:
+    """Every cohort's figures, in name order."""
+    tree = _CohortTree(p)
+    return [f for n in sorted(tree.names) if (f := cohort_figures(p, n, tree)) is not None]
+
+
+def cohort_view(p: Projection, figures: CohortFigures) -> dict[str, Any]:
+    """A cohort in Kueue's shape, its amounts as quantity strings."""
+    name, spec = figures.name, figures.spec
     return {
         "apiVersion": KUEUE_API,
         "kind": "Cohort",
@@ -396,18 +415,45 @@ def cohort(p: Projection, name: str, tree: _CohortTree | None = None) -> dict[st
         "status": {
             "explicit": spec is not None,
             "parent": spec.parent if spec is not None else None,
-            "clusterQueues": direct,
-            "cohorts": tree.kids.get(name, []),
-            "subtreeClusterQueues": queues,
-            "resources": resources,
-            "lending": lending,
+            "clusterQueues": figures.cluster_queues,
+            "cohorts": figures.cohorts,
+            "subtreeClusterQueues": figures.subtree_cluster_queues,
+            "resources": [
+                {
+                    "flavor": r.flavor,
+                    "resource": r.resource,
+                    "nominalQuota": fmt(r.resource, r.nominal),
+                    "reservation": fmt(r.resource, r.reservation),
+                    "usage": fmt(r.resource, r.usage),
+                    "borrowed": fmt(r.resource, r.borrowed),
+                    "unusedLendable": fmt(r.resource, r.unused_lendable),
+                    "borrowers": {n: fmt(r.resource, v) for n, v in r.borrowers},
+                    "lenders": {n: fmt(r.resource, v) for n, v in r.lent.items()},
+                }
+                for r in figures.resources
+            ],
+            "lending": cohort_lending(figures),
         },
     }
 
 
+def cohort_lending(figures: CohortFigures) -> list[dict[str, Any]]:
+    """Who lends to whom in a cohort, flavor/resource after flavor/resource."""
+    return [
+        {"from": lender, "to": borrower, "flavor": r.flavor, "resource": r.resource, "amount": fmt(r.resource, amount)}
+        for r in figures.resources
+        for lender, borrower, amount in r.lending
+    ]
+
+
+def cohort(p: Projection, name: str) -> dict[str, Any] | None:
+    """A cohort: its members, totals, and who lends to whom (see `cohort_figures`)."""
+    figures = cohort_figures(p, name)
+    return cohort_view(p, figures) if figures is not None else None
+
+
 def cohorts(p: Projection) -> list[dict[str, Any]]:
-    tree = _CohortTree(p)
-    return [v for n in sorted(tree.names) if (v := cohort(p, n, tree)) is not None]
+    return [cohort_view(p, f) for f in all_cohort_figures(p)]
 
 
 # -- ResourceFlavors ----------------------------------------------------------------------------

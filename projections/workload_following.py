@@ -22,6 +22,7 @@ from domain.objects import Configuration, PodPriorityClass
 from domain.priority import defaulted, priority_of
 from domain.timestamps import TimestampError, parse_time
 from domain.workload import WorkloadSpec, parse_workload
+from projections.local_queue_counts import LocalQueueCounts, count
 from projections.view_model import LQKey, WorkloadView
 from projections.workload_decoding import Envelope, parse_accepted, stamp_of
 
@@ -35,6 +36,7 @@ class WorkloadFollower:
         workloads: dict[str, WorkloadView]
         finished: dict[str, None]
         by_lq: dict[LQKey, dict[str, None]]
+        lq_counts: dict[LQKey, LocalQueueCounts]
         by_priority_class: dict[str, dict[str, None]]
         priority_classes: dict[str, int]
         pod_priority_classes: dict[str, PodPriorityClass]
@@ -126,9 +128,10 @@ class WorkloadFollower:
             queue_time = self._event_time if self._event_time is not None else self.clock
         created = creation if creation is not None else self.event_time_us
         lq = (namespace, template.queue_name)
-        workloads[key] = WorkloadView(
+        wv = workloads[key] = WorkloadView(
             key, template, name, creation, uid, lq, pc, seq, queue_time, priority, created, created, template.active,
         )
+        count(self.lq_counts, wv, 1)
         members = self.by_lq.get(lq)
         if members is None:
             members = self.by_lq[lq] = {}
@@ -155,6 +158,7 @@ class WorkloadFollower:
             old.pod_sets, old.uid, pod_priority_class=spec.pod_priority_class,
         )
         self._dequeue(wv)
+        count(self.lq_counts, wv, -1)
         if (old.namespace, old.queue_name) != (kept.namespace, kept.queue_name):
             self._unindex(self.by_lq, wv.lq, wv.key)
             self.by_lq.setdefault((kept.namespace, kept.queue_name), {})[wv.key] = None
@@ -171,6 +175,7 @@ class WorkloadFollower:
             wv.waiting_since_us = self.event_time_us  # reactivated: queued again now
             wv.reserved_once = False
         wv.active = kept.active
+        count(self.lq_counts, wv, 1)
         self._reroute(wv)
 
     @staticmethod
@@ -192,9 +197,11 @@ class WorkloadFollower:
         if state == "Retry":
             wv.queue_time = retry_queue_time(wv.queue_time, self.clock)
         else:
+            count(self.lq_counts, wv, -1)
             wv.active = False
             wv.spec = WorkloadSpec(
                 wv.spec.namespace, wv.spec.name, wv.spec.queue_name, wv.spec.priority,
                 wv.spec.priority_class, False, wv.spec.labels, wv.spec.creation_time,
                 wv.spec.pod_sets, wv.spec.uid,
             )
+            count(self.lq_counts, wv, 1)

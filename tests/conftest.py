@@ -5,12 +5,12 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, settings
-
-# First, before anything imports domain: streams/__init__.py chooses the engine's form.
-from domain._engine_form import pure_python_requested, running_compiled
 from exclusive import pytest_runtest_protocol
+from hypothesis import HealthCheck, settings
 from kafka_fixtures import kafka_bootstrap, kafka_topic, kafka_topic_factory
+
+# (Whichever import loads domain first, domain/__init__.py chooses the engine's form then.)
+from domain._engine_form import pure_python_requested, running_compiled
 
 __all__ = ["kafka_bootstrap", "kafka_topic", "kafka_topic_factory", "pytest_runtest_protocol"]
 

@@ -22,13 +22,13 @@ import sys
 import time
 from typing import Any
 
+from bench.kueue_perf import engine_clock
+from bench.kueue_perf.reference import MEANS, KueueMeans
 from bench.timing import gc_threshold, gc_thresholds
 from devtools.kueue_perf import config as config_mod
 from devtools.kueue_perf import generator, virtual
-from bench.kueue_perf import engine_clock
 from devtools.kueue_perf.batching import DEFAULT_WINDOW
 from devtools.kueue_perf.recorder import Summary
-from bench.kueue_perf.reference import MEANS, KueueMeans
 from streams.settings import DEFAULT_STEP_BYTES, ENV_STEP_BYTES
 
 CLASS_ORDER = ("large", "medium", "small")

@@ -33,9 +33,9 @@ from devtools.kueue_perf.executor import Executor
 from devtools.kueue_perf.generator import SOURCE, Scenario, submitted
 from devtools.kueue_perf.recorder import Recorder, Summary
 from domain.decisions import decode
+from streams.log import Message, Topics
 from streams.log.envelope import event_message
 from streams.log.kafka import KafkaLog
-from streams.log import Message, Topics
 
 RUNNER_GC_THRESHOLD = (50_000, 50, 100)
 READY = b"kueue-perf: setup published (not JSON: decides Rejected)"

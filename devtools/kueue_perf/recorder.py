@@ -25,7 +25,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devtools.kueue_perf.generator import Arrival, Scenario
-from domain.decisions import Admitted, Applied, Decision, Deleted, Evicted, Finished, Preempted, QuotaReleased, Rejected
+from domain.decisions import (
+    Admitted,
+    Applied,
+    Decision,
+    Deleted,
+    Evicted,
+    Finished,
+    Preempted,
+    QuotaReleased,
+    Rejected,
+)
 from domain.quantity import amount
 
 

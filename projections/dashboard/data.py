@@ -14,7 +14,7 @@ from itertools import islice
 from typing import Any
 
 from domain.objects import STOP_NONE
-from domain.quantity import amount, format_amount
+from domain.quantity import format_amount
 from domain.timestamps import format_time
 from projections import views
 from projections.fold import FR, ClusterQueueView, Projection, WorkloadView
@@ -38,17 +38,18 @@ def _root(p: Projection, cohort: str) -> str:
     return cohort  # a cycle: Kueue marks such cohorts inactive; any member stands for the root
 
 
-def _lent(p: Projection, cohort_views: list[dict[str, Any]]) -> dict[tuple[str, FR], int]:
+def _lent(p: Projection, figures: list[views.CohortFigures]) -> dict[tuple[str, FR], int]:
     """(ClusterQueue, flavor/resource) -> what the cohort tree borrows from it, as the cohort
-    view attributes it (views.cohort), taken at each tree's root so it counts the whole tree."""
-    roots = {_root(p, c["metadata"]["name"]) for c in cohort_views}
+    view attributes it (views.cohort_figures), taken at each tree's root so it counts the whole
+    tree."""
+    roots = {_root(p, f.name) for f in figures}
     out: dict[tuple[str, FR], int] = {}
-    for view in cohort_views:
-        if view["metadata"]["name"] not in roots:
+    for f in figures:
+        if f.name not in roots:
             continue
-        for r in view["status"]["resources"]:
-            for lender, text in r["lenders"].items():
-                out[lender, (r["flavor"], r["resource"])] = amount(r["resource"], text)
+        for r in f.resources:
+            for lender, value in r.lent.items():
+                out[lender, (r.flavor, r.resource)] = value
     return out
 
 
@@ -89,8 +90,8 @@ def _status(active: bool, reason: str, terminating: bool, stop_policy: str) -> s
 
 def overview(p: Projection) -> dict[str, Any]:
     """The whole configuration with its usage: cohorts, ClusterQueues, LocalQueues, flavors."""
-    cohort_views = views.cohorts(p)
-    lent = _lent(p, cohort_views)
+    cohort_figures = views.all_cohort_figures(p)
+    lent = _lent(p, cohort_figures)
     cluster_queues = []
     flavor_users: dict[str, list[str]] = {}
     flavor_held: dict[str, dict[str, int]] = {}
@@ -116,24 +117,26 @@ def overview(p: Projection) -> dict[str, Any]:
             "resources": _cq_resources(cq, lent),
         })
     cohorts = []
-    for view in cohort_views:
-        status = view["status"]
+    for f in cohort_figures:
         cohorts.append({
-            "name": view["metadata"]["name"],
-            "explicit": status["explicit"],
-            "parent": status["parent"],
-            "clusterQueues": status["clusterQueues"],
-            "cohorts": status["cohorts"],
+            "name": f.name,
+            "explicit": f.spec is not None,
+            "parent": f.spec.parent if f.spec is not None else None,
+            "clusterQueues": f.cluster_queues,
+            "cohorts": f.cohorts,
             "resources": [
                 {
-                    "flavor": r["flavor"],
-                    "resource": r["resource"],
-                    **{k: _value(r["resource"], amount(r["resource"], r[k]))
-                       for k in ("nominalQuota", "reservation", "usage", "borrowed", "unusedLendable")},
+                    "flavor": r.flavor,
+                    "resource": r.resource,
+                    "nominalQuota": _value(r.resource, r.nominal),
+                    "reservation": _value(r.resource, r.reservation),
+                    "usage": _value(r.resource, r.usage),
+                    "borrowed": _value(r.resource, r.borrowed),
+                    "unusedLendable": _value(r.resource, r.unused_lendable),
                 }
-                for r in status["resources"]
+                for r in f.resources
             ],
-            "lending": status["lending"],
+            "lending": views.cohort_lending(f),
         })
     local_queues = []
     for key in sorted(p.local_queues):

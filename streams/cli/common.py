@@ -3,7 +3,6 @@ turn a log's failures into a message and an exit code."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -27,6 +26,8 @@ def fail(command: str, message: str, code: int = 1) -> typer.Exit:
 
 def run(command: str, coro_fn: Callable[[], Awaitable[T]]) -> T:
     """Run a command's coroutine; a log that cannot be used ends the command with a message."""
+    import asyncio
+
     from streams.log import LogError
 
     try:

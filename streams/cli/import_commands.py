@@ -19,14 +19,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-import yaml
 
-from streams.importers.yunikorn import (
-    DEFAULT_FLAVOR,
-    YuniKornConfigError,
-    convert_with_problems,
-    parse_capacity,
-)
+from streams.importers.yunikorn import DEFAULT_FLAVOR
 
 import_app = typer.Typer(
     name="import",
@@ -62,6 +56,12 @@ def yunikorn(
     ),
 ) -> None:
     """Convert a YuniKorn queue configuration into quotaflow input events."""
+    from streams.importers.yunikorn import (
+        YuniKornConfigError,
+        convert_with_problems,
+        parse_capacity,
+    )
+
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -90,6 +90,8 @@ def yunikorn(
 def render(events: list[dict[str, Any]], fmt: OutputFormat) -> str:
     if fmt is OutputFormat.jsonl:
         return "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events)
+    import yaml
+
     return "".join("---\n" + yaml.safe_dump(e, sort_keys=False, default_flow_style=False) for e in events)
 
 
@@ -110,6 +112,8 @@ def kueue_cluster(
     """A Kueue cluster's objects as an input log: configuration first, each Workload submitted at
     its creationTimestamp and finished one Kueue runtime after quotaflow admits it (see
     streams/importers/kueue_cluster.py for what a dump cannot give back)."""
+    import yaml
+
     from streams.importers.kueue_cluster import KueueDumpError, convert
     from streams.log.event_files import load_yaml_documents
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import typer
 
-from domain.objects import STOP_NONE
 from streams.cli.common import broker_option, fail, require_existing_log, run
 from streams.cli.output import Output, age, output_option, print_list
 
@@ -93,6 +92,8 @@ COHORT_WIDE = ["EXPLICIT", "COHORTS"]
 
 
 def cq_row(o: dict[str, Any], now: float) -> dict[str, Any]:
+    from domain.objects import STOP_NONE
+
     spec = o.get("spec") or {}
     return {
         "NAME": o["metadata"]["name"],
@@ -107,6 +108,8 @@ def cq_row(o: dict[str, Any], now: float) -> dict[str, Any]:
 
 
 def lq_row(o: dict[str, Any], now: float) -> dict[str, Any]:
+    from domain.objects import STOP_NONE
+
     return {
         "NAMESPACE": o["metadata"]["namespace"],
         "NAME": o["metadata"]["name"],

@@ -20,7 +20,6 @@ from streams.cli.output import Output, chosen, json_flag, output_option
 from streams.cli.publishing import publish, publish_by_name
 from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, split_ref, workload_ref
 from streams.cli.waiting import timeout_option, wait_option
-from streams.log.envelope import CLI_SOURCE
 
 DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -207,6 +206,7 @@ def register(app: typer.Typer) -> None:
         from domain.timestamps import format_time
         from streams.cli.render import decision_line, output_console
         from streams.client import Client
+        from streams.log.envelope import CLI_SOURCE
 
         console = output_console()
         out = sys.stdout.buffer

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import typer
 
-from domain.decisions import encode
-from domain.engine import Engine
 from streams.cli.estimate_command import register as register_estimate_command
 from streams.cli.export_command import register as register_export_command
 from streams.cli.get_commands import register as register_get_commands
@@ -20,7 +18,6 @@ from streams.cli.stop_commands import register as register_stop_commands
 from streams.cli.view_commands import register as register_view_commands
 from streams.cli.whatif_command import register as register_whatif_command
 from streams.cli.workload_commands import register as register_workload_commands
-from streams.log.event_files import EventFileError, positioned_events
 
 app = typer.Typer(
     name="quotaflow",
@@ -63,7 +60,10 @@ def replay(
     events_file: Path = typer.Argument(..., help="Input events: .jsonl (one per line) or .yaml (one per document)"),
 ) -> None:
     """Fold EVENTS_FILE through the engine in-process and print the decisions as JSON Lines."""
+    from domain.decisions import encode
+    from domain.engine import Engine
     from streams.cli.progress import Progress, watched
+    from streams.log.event_files import EventFileError, positioned_events
 
     engine = Engine()
     write = sys.stdout.buffer.write

@@ -10,7 +10,6 @@ import typer
 
 from streams.cli.common import run
 from streams.cli.waiting import last_decided_cause, report, should_wait, wait_for
-from streams.log.envelope import CLI_SOURCE
 
 
 def publish(
@@ -26,6 +25,7 @@ def publish(
     """Append `events`, print `<describe(event)> (offset N)` for each, and end the command with
     the exit code of the decisions when waiting (see streams/cli/waiting.py)."""
     from streams.client import Client
+    from streams.log.envelope import CLI_SOURCE
 
     # A valid configuration change decides nothing, so waiting for it is slow to conclude: only
     # an explicit --wait asks for that.

@@ -9,12 +9,10 @@ from typing import Any
 
 import typer
 
-from domain.objects import HOLD, HOLD_AND_DRAIN, STOP_NONE
 from streams.cli.common import broker_option, fail, run
 from streams.cli.publishing import publish
 from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, split_ref, workload_ref
 from streams.cli.waiting import timeout_option, wait_option
-from streams.log.envelope import CLI_SOURCE
 
 stop_app = typer.Typer(help="Stop admission to a queue, or deactivate a workload (as kueuectl stop).", no_args_is_help=True)
 resume_app = typer.Typer(help="Resume a stopped queue or workload (as kueuectl resume).", no_args_is_help=True)
@@ -23,6 +21,7 @@ set_app = typer.Typer(help="Change a workload's mutable fields.", no_args_is_hel
 
 def _latest(command: str, broker: str, kind: str, name: str, namespace: str | None) -> dict[str, Any]:
     from streams.client import Client
+    from streams.log.envelope import CLI_SOURCE
 
     async def go() -> dict[str, Any] | None:
         async with Client(broker, source=CLI_SOURCE) as qf:
@@ -82,8 +81,20 @@ def _queue_commands(app: typer.Typer, command: str, policy: Callable[[bool], str
             app.command(alias, hidden=i > 0)(make())
 
 
-_queue_commands(stop_app, "stop", lambda keep: HOLD if keep else HOLD_AND_DRAIN, keep_flag=True)
-_queue_commands(resume_app, "resume", lambda keep: STOP_NONE, keep_flag=False)
+def _stop_policy(keep_already_running: bool) -> str:
+    from domain.objects import HOLD, HOLD_AND_DRAIN
+
+    return HOLD if keep_already_running else HOLD_AND_DRAIN
+
+
+def _no_stop_policy(keep_already_running: bool) -> str:
+    from domain.objects import STOP_NONE
+
+    return STOP_NONE
+
+
+_queue_commands(stop_app, "stop", _stop_policy, keep_flag=True)
+_queue_commands(resume_app, "resume", _no_stop_policy, keep_flag=False)
 
 
 def _workload_commands(app: typer.Typer, command: str, active: bool) -> None:

@@ -9,7 +9,6 @@ the input log through a fresh engine and compares every recorded decision byte f
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from pathlib import Path
 from typing import Any
@@ -296,6 +295,8 @@ def register(app: typer.Typer) -> None:
 
         Read-only; 127.0.0.1 unless --host says otherwise. With $QUOTAFLOW_HTTP_TOKEN (or
         $QUOTAFLOW_HTTP_TOKEN_FILE) set, every request needs `Authorization: Bearer TOKEN`."""
+        import asyncio
+
         from projections.server import ProjectionServer
         from streams.http_guard import GuardError, HttpGuard
 

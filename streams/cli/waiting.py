@@ -12,17 +12,17 @@ decided or a snapshot covers it.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import msgspec
 import typer
 
-from domain.decisions import AnyDecision, Rejected, decode
-from projections.follower import snapshot_offset
+# The decisions and the projection are imported where used: `--help` and a write that does not
+# wait need neither.
+if TYPE_CHECKING:
+    from domain.decisions import AnyDecision, Rejected
 
 # Exit codes of a write with --wait (documented in README.md).
 EXIT_REJECTED = 1
@@ -62,10 +62,14 @@ class Outcome:
 
     @property
     def rejected(self) -> list[Rejected]:
+        from domain.decisions import Rejected
+
         return [d for o in self.offsets for _, d in self.decisions.get(o, []) if isinstance(d, Rejected)]
 
 
 async def _snapshot_watermark(qf: Any) -> int:
+    from projections.follower import snapshot_offset
+
     try:
         last = await qf.log.read_last(qf.topics.snapshots, 1)
     except Exception:  # no snapshot topic yet: it tells nothing
@@ -76,6 +80,10 @@ async def _snapshot_watermark(qf: Any) -> int:
 
 async def last_decided_cause(qf: Any) -> int:
     """The cause offset of the newest decision (-1 for none): the agent has decided up to there."""
+    import msgspec
+
+    from domain.decisions import decode
+
     last = await qf.log.read_last(qf.topics.decisions, 1)
     if not last:
         return -1
@@ -93,6 +101,12 @@ async def wait_for(
     every offset in `offsets` is decided or `timeout` seconds have passed. `before` is what the
     agent had decided before the write (`last_decided_cause`); with `config`, once the agent is
     seen past the offset before the first written event, wait only CONFIG_GRACE_S more."""
+    import asyncio
+
+    import msgspec
+
+    from domain.decisions import decode
+
     outcome = Outcome(offsets, {o: [] for o in offsets})
     topic = qf.topics.decisions
     target = max(offsets)

@@ -85,8 +85,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from domain.quantity import QuantityError, amount
 
 QUOTA_MODEL_ANNOTATION = "quotaflow.dev/quota-model"
@@ -170,6 +168,8 @@ def convert_with_problems(
     text: str, capacity: Mapping[str, int] | None = None, flavor: str = DEFAULT_FLAVOR
 ) -> tuple[list[dict[str, Any]] | None, list[str]]:
     """Events (None if they cannot be built) and every problem found on the way."""
+    import yaml  # (here: `quotaflow --help` imports this module for its default flavor)
+
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -16,7 +16,7 @@ every start, as `quotaflow status` rebuilds its views.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -67,18 +67,7 @@ class LaunchFold(Projection):
         self.state = state
         self.on_decision = on_decision
 
-    def apply(
-        self,
-        offset: int,
-        value: bytes | None,
-        decisions: Iterable[DecisionRecord] = (),
-        timestamp_ms: int = 0,
-    ) -> None:
-        if type(decisions) is not list:
-            decisions = list(decisions)
-        super().apply(offset, value, decisions, timestamp_ms)
-        if not decisions:
-            return
+    def _event_decided(self, decisions: list[DecisionRecord]) -> None:
         state = self.state
         position = state.position
         for d in decisions:

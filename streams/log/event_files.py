@@ -22,13 +22,15 @@ import base64
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import yaml
 
-from domain.clock import own_time
-from domain.engine import Unparseable
 from domain.timestamps import TimestampError, format_time, parse_time
+
+if TYPE_CHECKING:
+    # (imported where used: reading YAML documents, as `quotaflow apply` does, needs no engine)
+    from domain.engine import Unparseable
 
 _DOC_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$")
 
@@ -61,7 +63,7 @@ class Gap(NamedTuple):
     count: int
 
 
-Event = bytes | dict[str, Any] | Unparseable
+Event: TypeAlias = "bytes | dict[str, Any] | Unparseable"
 
 
 def read_events(path: str | Path) -> Iterator[Event]:
@@ -126,7 +128,11 @@ def export_line(value: bytes | None, log_time: int | None = None) -> bytes:
         line = _RECORD + b'"' + base64.b64encode(value) + b'"}'
     else:
         line = value
-    if log_time is not None and own_time(value or b"") is None:
+    if log_time is None:
+        return line
+    from domain.clock import own_time
+
+    if own_time(value or b"") is None:
         return _LOG_TIME + b'"' + format_time(log_time).encode() + b'"}\n' + line
     return line
 
@@ -188,6 +194,8 @@ def _record_bytes(line: bytes) -> bytes:
 
 
 def yaml_events(text: str) -> Iterator[bytes | dict[str, Any] | Unparseable]:
+    from domain.engine import Unparseable
+
     for doc in _split_documents(text):
         try:
             value = load_yaml(doc)

@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import domain.engine
-from bench import engine_ab
+from bench import engine_ab, engine_variants
 from devtools import cluster_stream
-from bench import engine_variants
 
 
 def test_base_engine_comes_from_the_extracted_tree_and_ours_stay(tmp_path: Path) -> None:

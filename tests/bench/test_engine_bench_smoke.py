@@ -13,10 +13,9 @@ from collections import Counter
 import msgspec
 import pytest
 
-from devtools import cluster_stream
-from bench import engine_variants
-from bench import timing
 from bench import engine_bench as eb
+from bench import engine_variants, timing
+from devtools import cluster_stream
 
 WORKLOADS = 200
 COHORTS = 1  # 10 ClusterQueues

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from devtools import cluster_stream
 from bench import engine_variants
 from bench.engine_cq10_ab import fold_interleaved
+from devtools import cluster_stream
 from domain.engine import Engine
 
 

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from devtools.kueue_perf import config, generator, virtual
-
 from bench.kueue_perf import realtime
+from devtools.kueue_perf import config, generator, virtual
 from devtools.kueue_perf.batching import DEFAULT_WINDOW
 
 # exclusive: the real-time runs assert latencies through the broker (tests/exclusive.py).

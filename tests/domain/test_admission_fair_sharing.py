@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from event_streams import random_stream
 
 from domain.admission_fair_sharing import (
     AdmissionFairSharing,
@@ -22,7 +23,6 @@ from domain.decisions import encode
 from domain.engine import Engine
 from domain.fields import Fields, InvalidInput
 from domain.snapshot import dump, load
-from event_streams import random_stream
 
 MINUTE = 60 * 10**6  # µs, the log's time unit
 LQ = ("ns", "lq")

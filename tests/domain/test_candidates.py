@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from domain.engine import Engine
 from domain.candidate_index import CandidateIndex
+from domain.engine import Engine
 from domain.snapshot import dump, load
 from domain.state import ClusterQueueState, State
 

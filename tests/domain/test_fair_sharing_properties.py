@@ -28,15 +28,25 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterator
-
-import pytest
-
 from unittest.mock import patch
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from test_hierarchy_properties import (CPU, FR, PROPERTY, Node, Quota, Quotas, Submit, Tree, ops, replay, setup_events,
-                                      trees)
+from test_hierarchy_properties import (
+    CPU,
+    FR,
+    PROPERTY,
+    Node,
+    Quota,
+    Quotas,
+    Submit,
+    Tree,
+    ops,
+    replay,
+    setup_events,
+    trees,
+)
 
 from domain.engine import Engine
 from domain.fair_sharing import dominant_resource_share

@@ -47,9 +47,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_engine_properties import usage_of
 
+from domain import reasons
 from domain.decisions import encode
 from domain.emitter import Emitter
-from domain import reasons
 from domain.engine import Engine
 from domain.flavor_assigner import MODE_FIT, MODE_NO_FIT
 from domain.scheduler import Scheduler

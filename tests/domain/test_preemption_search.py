@@ -28,14 +28,16 @@ from dataclasses import dataclass
 from typing import Any
 from unittest.mock import patch
 
+import pytest
 import test_hierarchy_properties as hp
 import test_preemption_properties as pp
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import domain.scheduler
 from devtools.kueue_perf import config, generator, virtual
+from domain.entry import Entry
+from domain.flavor_assigner import MODE_FIT
 from domain.objects import NEVER
 from domain.preemption.classical import ClassicalPreemptor
 from domain.preemption.fit import fit_in_quota, fits, under_nominal, within_nominal
@@ -52,8 +54,6 @@ from domain.preemption.policy import (
 )
 from domain.preemption.victims import Candidate, add_back
 from domain.quota import FR, QuotaNode, recompute
-from domain.entry import Entry
-from domain.flavor_assigner import MODE_FIT
 from domain.scheduler import Scheduler, Searches
 from domain.state import ClusterQueueState, State, WorkloadState
 

@@ -4,12 +4,11 @@ sorts before it)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from bisect import insort
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from domain.queues import Members, PendingQueue
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 import pytest
 from event_streams import random_stream
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from domain.engine import Engine
 from domain.quota import QuotaNode, borrowing_level, fr_key, recompute

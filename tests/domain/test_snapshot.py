@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from event_streams import random_stream
 
 from domain.decisions import encode
 from domain.engine import Engine
 from domain.snapshot import SnapshotError, dump, load
-from event_streams import random_stream
 
 
 def run(engine: Engine, events: list[dict], start: int) -> list[bytes]:

@@ -395,6 +395,29 @@ def check_against_engine(proj: Projection, engine: Engine, at: int) -> None:
         assert wv.queued_in == (ws.cluster_queue if ws.queued else None), f"{where}: queued_in of {key}"
         if ws.admission is None and ws.last_status is not None:
             assert wv.reason == ws.last_status[0], f"{where}: reason of {key}: {wv.reason} vs {ws.last_status}"
+    check_local_queue_counts(proj, engine, where)
+
+
+def check_local_queue_counts(proj: Projection, engine: Engine, where: str) -> None:
+    """The counts the fold keeps per LocalQueue equal those of the engine's workloads."""
+    expected: dict[tuple[str, str], list[Any]] = {}
+    for ws in engine.state.workloads.values():
+        adm = ws.admission
+        if adm is None and not ws.spec.active:
+            continue
+        row = expected.setdefault((ws.spec.namespace, ws.spec.queue_name), [0, 0, 0, {}, {}])
+        if adm is None:
+            row[0] += 1
+            continue
+        row[1] += 1
+        admitted = adm.admitted and not ws.evicted
+        row[2] += admitted
+        for fr, v in adm.usage.items():
+            row[3][fr] = row[3].get(fr, 0) + v
+            if admitted:
+                row[4][fr] = row[4].get(fr, 0) + v
+    actual = {k: [c.pending, c.reserving, c.admitted, c.reservation, c.usage] for k, c in proj.lq_counts.items()}
+    assert actual == expected, f"{where}: LocalQueue counts {actual} != {expected}"
 
 
 def decision_records(values: list[bytes], first_offset: int = 0) -> list[DecisionRecord]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 from projection_harness import fold_lockstep
+from prometheus_client.parser import text_string_to_metric_families
 
 from projections.metrics import exposition, registry_for
 

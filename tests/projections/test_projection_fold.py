@@ -8,7 +8,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from projection_harness import (
     Generator,
     applied,
@@ -21,6 +20,7 @@ from projection_harness import (
     priority_class,
     workload,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 from domain.snapshot import dump
 from projections import views
@@ -246,7 +246,6 @@ def test_why_pending_reads_the_engine_without_changing_it() -> None:
 def test_memoized_parse_equals_parse_workload() -> None:
     """The fold parses accepted submissions once per template; the result is parse_workload's."""
     from devtools.cluster_stream import generate, render
-
     from domain.workload import parse_workload
     from projections.workload_decoding import parse_accepted, parse_accepted_json
 

@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 import msgspec
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from projection_harness import Generator, check_against_engine
+from prometheus_client.parser import text_string_to_metric_families
 from test_projection_fold import scenario_borrowing, scenario_positions
 
 from domain.decisions import encode
@@ -26,9 +26,9 @@ from projections.fold import Projection
 from projections.follower import Follower, rebuild
 from projections.server import ProjectionServer
 from streams.agent.loop import Agent, AgentConfig
+from streams.log import EventLog, Message, Topics
 from streams.log.envelope import event_message
 from streams.log.kafka import KafkaLog
-from streams.log import EventLog, Message, Topics
 from streams.log.sqlite import SqliteLog
 
 pytestmark = pytest.mark.timeout(120, func_only=True)

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devtools.generate import generated_events
 from domain.decisions import encode
 from domain.engine import Engine
 from streams.agent.loop import cause_of
-from streams.log.envelope import event_message
-from devtools.generate import generated_events
 from streams.log import EventLog, Message, Topics
+from streams.log.envelope import event_message
 from streams.settings import (
     ENV_DECISIONS_TOPIC,
     ENV_INPUT_TOPIC,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,7 +15,7 @@ import pytest
 import yaml
 from agent_harness import AgentProcess, agent_env
 
-from streams.log import Topics
+from streams.log import Topics, open_log
 
 FLAVOR = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}}
 CLUSTER_QUEUE = {
@@ -76,6 +78,19 @@ class Live:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump_all(objects))
         return path
+
+    async def values(self, topic: str) -> list[bytes]:
+        """Every record's value on `topic` of this log, from its start."""
+        log = open_log(self.url)
+        await log.start()
+        try:
+            return [r.value or b"" for r in await log.read_all(topic)]
+        finally:
+            await log.close()
+
+    def inputs(self) -> list[dict[str, Any]]:
+        """The input log's events, decoded (for tests that run no event loop of their own)."""
+        return [json.loads(v or b"null") for v in asyncio.run(self.values(self.topics.input))]
 
     def start_agent(self) -> None:
         self.agent = AgentProcess(self.url, self.topics, self.tmp / "agent.log")

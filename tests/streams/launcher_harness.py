@@ -5,6 +5,7 @@ running), and the checks on the logs afterwards."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,6 @@ from agent_harness import (
     with_suppress,
 )
 from cli_harness import Live
-
-from streams.log import EventLog, open_log
 
 API = "kueue.x-k8s.io/v1beta1"
 
@@ -169,13 +169,25 @@ class LauncherProcess:
                 with_suppress(lambda pid=pid: os.killpg(pid, signal.SIGKILL))
 
 
-async def read_values(url: str, topic: str) -> list[bytes]:
-    log: EventLog = open_log(url)
-    await log.start()
+@contextlib.contextmanager
+def launched(live: Live, *configuration: dict[str, Any], grace: float) -> Iterator[tuple[LauncherProcess, Path]]:
+    """`configuration` applied, then the agent and `quotaflow launch` started; yields the launcher
+    and the directory its pods journal to. On the way out the launcher is stopped, the pods its
+    state still knows are killed, and the agent is stopped (and must exit 0)."""
+    pods = live.tmp / "pods"
+    pods.mkdir()
+    done = live.cli("apply", "-f", str(live.write("cq.yaml", *configuration)), "--no-wait")
+    assert done.returncode == 0, done.stderr
+    launcher = LauncherProcess(live, live.tmp / "launch-state", grace=grace)
+    live.start_agent()
+    launcher.start()
     try:
-        return [r.value or b"" for r in await log.read_all(topic)]
+        yield launcher, pods
     finally:
-        await log.close()
+        launcher.stop()
+        launcher.kill_pods()
+        assert live.agent is not None
+        assert live.agent.stop() == 0, live.agent.tail()
 
 
 def by_workload(decisions: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -191,7 +203,7 @@ async def wait_until_finished(live: Live, names: list[str], timeout: float, laun
     deadline = time.monotonic() + timeout
     wanted = {f"team-a/{n}" for n in names}
     while True:
-        decisions = [json.loads(v) for v in await read_values(live.url, live.topics.decisions)]
+        decisions = [json.loads(v) for v in await live.values(live.topics.decisions)]
         done = {d["workload"] for d in decisions if d["type"] == "Finished"}
         if wanted <= done:
             return decisions
@@ -233,10 +245,10 @@ async def check_replay(live: Live) -> list[bytes]:
     done = live.cli("export", "-o", str(events))
     assert done.returncode == 0, done.stderr
     expected = await asyncio.to_thread(replay, events)
-    actual = await read_values(live.url, live.topics.decisions)
+    actual = await live.values(live.topics.decisions)
     assert_exactly_once(actual, expected)
     return actual
 
 
 async def input_events(live: Live) -> list[dict[str, Any]]:
-    return [json.loads(v) for v in await read_values(live.url, live.topics.input)]
+    return [json.loads(v) for v in await live.values(live.topics.input)]

@@ -22,19 +22,19 @@ from agent_harness import (
     run_with_kills,
     running,
     stream_and_replay,
-    wait_for_engine,
     wait_for_cause,
+    wait_for_engine,
     write_input,
     write_jsonl,
 )
 
+from devtools.generate import generated_events
 from domain.engine import Unparseable
 from streams.agent.loop import Agent, AgentConfig
-from streams.log.event_files import read_events
-from devtools.generate import generated_events
 from streams.log import Topics
-from streams.settings import DEFAULT_STEP_BYTES
+from streams.log.event_files import read_events
 from streams.log.sqlite import SqliteLog
+from streams.settings import DEFAULT_STEP_BYTES
 
 pytestmark = pytest.mark.timeout(120, func_only=True)
 

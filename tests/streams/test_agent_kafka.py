@@ -35,9 +35,9 @@ from kafka_fixtures import kafka_required
 
 from streams.agent.loop import Agent, AgentConfig
 from streams.client import Client
+from streams.log import Topics
 from streams.log.event_files import read_events
 from streams.log.kafka import ENV_INSTANCE_ID, KafkaLog
-from streams.log import Topics
 from streams.settings import Settings
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(150, func_only=True)]

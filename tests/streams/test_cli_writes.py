@@ -10,19 +10,7 @@ from cli_harness import Live, workload
 def input_events(env: Live) -> list[dict]:
     watched = env.cli("watch", "--json", "--no-follow")  # decisions; inputs are read below
     assert watched.returncode == 0, watched.stderr
-    import asyncio
-
-    from streams.log import open_log
-
-    async def read() -> list[dict]:
-        log = open_log(env.url)
-        await log.start()
-        try:
-            return [json.loads(r.value or b"null") for r in await log.read_all(env.topics.input)]
-        finally:
-            await log.close()
-
-    return asyncio.run(read())
+    return env.inputs()
 
 
 def test_wait_prints_the_decision_of_an_accepted_submission(live: Live) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 import yaml
 
 from streams import settings
-from streams.log import kafka as kafka_log, kafka_config
+from streams.log import kafka as kafka_log
+from streams.log import kafka_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,12 +9,18 @@ import zlib
 import pytest
 from agent_harness import as_message, running
 
+from devtools.generate import generated_events
 from domain.engine import Engine
 from domain.snapshot import dump
 from streams.agent import engine_wire as wire
 from streams.agent.engine_child import Child
-from streams.agent.engine_host import ChildEngine, EngineFailure, EngineProcessDied, LocalEngine, Shell
-from devtools.generate import generated_events
+from streams.agent.engine_host import (
+    ChildEngine,
+    EngineFailure,
+    EngineProcessDied,
+    LocalEngine,
+    Shell,
+)
 from streams.log import Record
 from streams.log.snapshots import SnapshotUnusable, Stored, snapshot_data
 

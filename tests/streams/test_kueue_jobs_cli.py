@@ -10,7 +10,6 @@ import yaml
 from cli_harness import Live
 
 from streams.importers.kueue_jobs import JobsRefused, Naming
-from streams.log import open_log
 
 QUEUE = {"kueue.x-k8s.io/queue-name": "team-a"}
 
@@ -23,18 +22,6 @@ def job(name: str, cpu: str = "1", **meta: Any) -> dict[str, Any]:
             {"name": "c", "image": "busybox", "command": ["sleep", "1"], "resources": {"requests": {"cpu": cpu}}}],
             "restartPolicy": "Never"}}},
     }
-
-
-def inputs(env: Live) -> list[dict[str, Any]]:
-    async def read() -> list[dict[str, Any]]:
-        log = open_log(env.url)
-        await log.start()
-        try:
-            return [json.loads(r.value or b"null") for r in await log.read_all(env.topics.input)]
-        finally:
-            await log.close()
-
-    return asyncio.run(read())
 
 
 def test_submit_converts_jobs_and_publishes_their_workloads(logs: Live) -> None:
@@ -51,14 +38,14 @@ def test_submit_converts_jobs_and_publishes_their_workloads(logs: Live) -> None:
     assert lines[0].startswith("workload/team-a/job-train-") and lines[0].endswith("submitted (job/team-a/train) (offset 3)")
     assert "(pytorchjob/team-a/pt)" in lines[1]
     assert "(job/team-a/gen-" in lines[2]
-    submitted = [e["workload"] for e in inputs(logs) if e["type"] == "WorkloadSubmitted"]
+    submitted = [e["workload"] for e in logs.inputs() if e["type"] == "WorkloadSubmitted"]
     assert [[(p["name"], p["count"]) for p in w["spec"]["podSets"]] for w in submitted] == [
         [("main", 1)], [("master", 1), ("worker", 2)], [("main", 1)]]
     assert submitted[0]["metadata"]["ownerReferences"][0]["name"] == "train"
 
 
 def test_bad_input_is_refused_before_anything_is_published(logs: Live) -> None:
-    before = len(inputs(logs))
+    before = len(logs.inputs())
     no_queue = job("unmanaged")
     del no_queue["metadata"]["labels"]
     unknown = {"apiVersion": "example.com/v1", "kind": "Frobnicator", "metadata": {"name": "f"}}
@@ -78,16 +65,16 @@ def test_bad_input_is_refused_before_anything_is_published(logs: Live) -> None:
     malformed.write_text("apiVersion: batch/v1\nkind: Job\nmetadata: {name: [unclosed\n")
     broken = logs.cli("submit", "-f", str(malformed), "--no-wait")
     assert broken.returncode == 2 and "is not valid YAML" in broken.stderr
-    assert len(inputs(logs)) == before
+    assert len(logs.inputs()) == before
 
 
 def test_dry_run_prints_the_workloads_and_publishes_nothing(logs: Live) -> None:
-    before = len(inputs(logs))
+    before = len(logs.inputs())
     done = logs.cli("submit", "-f", str(logs.write("j.yaml", job("dry"))), "--dry-run")
     assert done.returncode == 0, done.stderr
     [wl] = list(yaml.safe_load_all(done.stdout))
     assert wl["kind"] == "Workload" and wl["metadata"]["ownerReferences"][0]["name"] == "dry"
-    assert len(inputs(logs)) == before
+    assert len(logs.inputs()) == before
 
 
 def test_a_job_names_its_workload_in_history_explain_and_finish(live: Live) -> None:
@@ -125,5 +112,5 @@ def test_the_typed_client_submits_jobs_or_refuses_them_all(logs: Live) -> None:
     assert len(offsets) == 2 and offsets[1] == offsets[0] + 1
     assert "manifest 2: job/team-a/c3" in refusal and "Kueue does not manage" in refusal
     assert len(owned) == 1 and owned[0].startswith("job-c2-")
-    names = [e["workload"]["metadata"]["name"] for e in inputs(logs) if e["type"] == "WorkloadSubmitted"]
+    names = [e["workload"]["metadata"]["name"] for e in logs.inputs() if e["type"] == "WorkloadSubmitted"]
     assert len(names) == 2  # nothing of the refused batch

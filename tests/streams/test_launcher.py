@@ -21,6 +21,7 @@ from launcher_harness import (
     input_events,
     job,
     journal,
+    launched,
     wait_until_finished,
 )
 
@@ -36,15 +37,8 @@ async def wait_for_starts(path: Path, workload: str, count: int, launcher: Launc
 
 async def test_a_preempted_workload_is_stopped_released_readmitted_and_finished(logs: Live) -> None:
     live = logs
-    pods_journal = live.tmp / "pods"
-    pods_journal.mkdir()
-    log_file = pods_journal / "journal"
-    done = live.cli("apply", "-f", str(live.write("cq.yaml", CLUSTER_QUEUE)), "--no-wait")
-    assert done.returncode == 0, done.stderr
-    launcher = LauncherProcess(live, live.tmp / "launch-state", grace=2.0)
-    live.start_agent()
-    launcher.start()
-    try:
+    with launched(live, CLUSTER_QUEUE, grace=2.0) as (launcher, pods_journal):
+        log_file = pods_journal / "journal"
         # Stopped by preemption long before its first run would end; its second run is short.
         low = job("low", pods_journal, seconds="30,0.3", pods=2)
         assert live.cli("submit", "-f", str(live.write("low.yaml", low)), "--no-wait").returncode == 0
@@ -57,11 +51,6 @@ async def test_a_preempted_workload_is_stopped_released_readmitted_and_finished(
         no_command = job("no-command", pods_journal, seconds=0, command=False)
         assert live.cli("submit", "-f", str(live.write("more.yaml", failing, no_command)), "--no-wait").returncode == 0
         decisions = await wait_until_finished(live, ["low", "high", "fails", "no-command"], 90, launcher)
-    finally:
-        launcher.stop()
-        launcher.kill_pods()
-        assert live.agent is not None
-        assert live.agent.stop() == 0, live.agent.tail()
 
     flow = by_workload(decisions)
     assert flow["team-a/low"][:3] == ["Admitted", "Preempted", "QuotaReleased"], flow["team-a/low"]
@@ -102,18 +91,12 @@ async def test_a_restarted_launcher_adopts_its_pods_finishes_what_ended_and_stop
     next start reports the first as finished from the outcome its pod left, and stops the
     second's pod, which it did not start in this life, before it releases it."""
     live = logs
-    pods_journal = live.tmp / "pods"
-    pods_journal.mkdir()
-    log_file = pods_journal / "journal"
     cq = {**CLUSTER_QUEUE, "spec": {**CLUSTER_QUEUE["spec"]}}
     cq["spec"]["resourceGroups"] = [
         {"coveredResources": ["cpu"], "flavors": [{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 3}]}]}
     ]
-    assert live.cli("apply", "-f", str(live.write("cq.yaml", cq)), "--no-wait").returncode == 0
-    launcher = LauncherProcess(live, live.tmp / "launch-state", grace=5.0)
-    live.start_agent()
-    launcher.start()
-    try:
+    with launched(live, cq, grace=5.0) as (launcher, pods_journal):
+        log_file = pods_journal / "journal"
         short = job("short", pods_journal, seconds=1.0, priority=5)
         low = job("low", pods_journal, seconds="60,0.2")
         assert live.cli("submit", "-f", str(live.write("first.yaml", short, low)), "--no-wait").returncode == 0
@@ -127,11 +110,6 @@ async def test_a_restarted_launcher_adopts_its_pods_finishes_what_ended_and_stop
         assert running(first_low), "the preempted pod runs on while the launcher is down"
         launcher.start()
         decisions = await wait_until_finished(live, ["short", "low", "high"], 90, launcher)
-    finally:
-        launcher.stop()
-        launcher.kill_pods()
-        assert live.agent is not None
-        assert live.agent.stop() == 0, live.agent.tail()
 
     flow = by_workload(decisions)
     assert flow["team-a/short"] == ["Admitted", "Finished"], flow["team-a/short"]
@@ -151,15 +129,9 @@ async def test_under_immediate_release_the_launcher_stops_the_preempted_workload
     same step (`QuotaReleased` with the `Preempted`): the launcher still stops its pods, but a
     release of its own would be refused (the workload is no longer evicted), so it sends none."""
     live = logs
-    pods_journal = live.tmp / "pods"
-    pods_journal.mkdir()
-    log_file = pods_journal / "journal"
     configuration = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration", "quotaflow": {"evictionRelease": "Immediate"}}
-    assert live.cli("apply", "-f", str(live.write("cq.yaml", CLUSTER_QUEUE, configuration)), "--no-wait").returncode == 0
-    launcher = LauncherProcess(live, live.tmp / "launch-state", grace=2.0)
-    live.start_agent()
-    launcher.start()
-    try:
+    with launched(live, CLUSTER_QUEUE, configuration, grace=2.0) as (launcher, pods_journal):
+        log_file = pods_journal / "journal"
         low = job("low", pods_journal, seconds="60,0.2", pods=2)
         assert live.cli("submit", "-f", str(live.write("low.yaml", low)), "--no-wait").returncode == 0
         await wait_for_starts(log_file, "team-a/low", 2, launcher)
@@ -167,11 +139,6 @@ async def test_under_immediate_release_the_launcher_stops_the_preempted_workload
         high = job("high", pods_journal, seconds=0.5, pods=2, priority=10)
         assert live.cli("submit", "-f", str(live.write("high.yaml", high)), "--no-wait").returncode == 0
         decisions = await wait_until_finished(live, ["low", "high"], 90, launcher)
-    finally:
-        launcher.stop()
-        launcher.kill_pods()
-        assert live.agent is not None
-        assert live.agent.stop() == 0, live.agent.tail()
 
     flow = by_workload(decisions)
     assert flow["team-a/low"][:3] == ["Admitted", "Preempted", "QuotaReleased"], flow["team-a/low"]

@@ -27,6 +27,7 @@ from launcher_harness import (
     input_events,
     job,
     journal,
+    launched,
     wait_until_finished,
 )
 
@@ -55,49 +56,38 @@ def schedule(pods_dir: Any) -> list[tuple[float, list[dict[str, Any]]]]:
 async def test_launcher_killed_at_random_points_starts_nothing_twice_and_loses_nothing(logs: Live) -> None:
     live = logs
     rng = random.Random(SEED)
-    pods_dir = live.tmp / "pods"
-    pods_dir.mkdir()
-    done = live.cli("apply", "-f", str(live.write("cq.yaml", CLUSTER_QUEUE)), "--no-wait")
-    assert done.returncode == 0, done.stderr
-    launcher = LauncherProcess(live, live.tmp / "launch-state", grace=1.0)
-    plan = schedule(pods_dir)
-    names = [w["metadata"]["name"] for _, ws in plan for w in ws]
     settings = Settings(
         broker_url=live.url, input_topic=live.topics.input, decisions_topic=live.topics.decisions,
         snapshots_topic=live.topics.snapshots,
     )
-    live.start_agent()
-    launcher.start()
     killed_with_runs = 0
+    with launched(live, CLUSTER_QUEUE, grace=1.0) as (launcher, pods_dir):
+        plan = schedule(pods_dir)
+        names = [w["metadata"]["name"] for _, ws in plan for w in ws]
 
-    async def submit() -> None:
-        async with Client(live.url, settings=settings, source="/quotaflow/tests") as qf:
-            began = time.monotonic()
-            for at, workloads in plan:
-                await asyncio.sleep(max(0.0, began + at - time.monotonic()))
-                for w in workloads:
-                    await qf.submit(w)
+        async def submit() -> None:
+            async with Client(live.url, settings=settings, source="/quotaflow/tests") as qf:
+                began = time.monotonic()
+                for at, workloads in plan:
+                    await asyncio.sleep(max(0.0, began + at - time.monotonic()))
+                    for w in workloads:
+                        await qf.submit(w)
 
-    async def kill() -> None:
-        # Each kill a random moment after the launcher is up again (it takes a while to start).
-        nonlocal killed_with_runs
-        for _ in range(KILLS):
-            await launcher.wait_started(timeout=60)
-            await asyncio.sleep(rng.uniform(0.1, 1.2))
-            launcher.kill()
-            killed_with_runs += _runs(launcher) > 0
-            await asyncio.sleep(rng.uniform(0.0, 0.3))
-            launcher.start()
+        async def kill() -> None:
+            # Each kill a random moment after the launcher is up again (it takes a while to start).
+            nonlocal killed_with_runs
+            for _ in range(KILLS):
+                await launcher.wait_started(timeout=60)
+                await asyncio.sleep(rng.uniform(0.1, 1.2))
+                launcher.kill()
+                killed_with_runs += _runs(launcher) > 0
+                await asyncio.sleep(rng.uniform(0.0, 0.3))
+                launcher.start()
 
-    try:
         await asyncio.gather(submit(), kill())
         decisions = await wait_until_finished(live, names, 120, launcher)
-    finally:
-        launcher.stop()
-        left = _runs(launcher)
-        launcher.kill_pods()
-        assert live.agent is not None
-        assert live.agent.stop() == 0, live.agent.tail()
+    # Counted once the launcher stopped; killing its pods on the way out leaves its state as it was.
+    left = _runs(launcher)
 
     assert launcher.starts == KILLS + 1
     assert killed_with_runs >= 2, f"only {killed_with_runs} kills found work in progress: move the kill points"

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from devtools import local_broker
-from devtools.local_broker import BROKER_JVM_OPTS, JVM_OPTS_ENV, MAIN_CLASS, broker_command
+from devtools.local_broker import (
+    BROKER_JVM_OPTS,
+    JVM_OPTS_ENV,
+    MAIN_CLASS,
+    broker_command,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs `java` on PATH")
 

@@ -9,8 +9,8 @@ import pytest
 from kafka_fixtures import create_topics
 from log_contract import LogContract, log_opener
 
+from streams.log import EventLog, LogError, Topics, TopicSpec, TransactionalWriter
 from streams.log.kafka import KafkaLog
-from streams.log import EventLog, LogError, TopicSpec, Topics, TransactionalWriter
 from streams.settings import ENV_KAFKA_BOOTSTRAP
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(90, func_only=True)]

@@ -21,8 +21,13 @@ from domain.decisions import encode
 from domain.engine import Engine
 from domain.quantity import amount
 from streams.cli.main import app
+from streams.importers.yunikorn import (
+    YuniKornConfigError,
+    convert,
+    convert_with_problems,
+    parse_capacity,
+)
 from streams.log.event_files import read_events
-from streams.importers.yunikorn import YuniKornConfigError, convert, convert_with_problems, parse_capacity
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "conformance" / "scenarios"
 

@@ -17,7 +17,7 @@ from streams.importers.kueue_jobs.manifest import (
     non_negative,
     sequence,
 )
-from streams.importers.kueue_jobs.pod_sets import PodSetSource, pod_set
+from streams.importers.kueue_jobs.pod_sets import PodSetSource, named_groups, pod_set
 from streams.importers.kueue_jobs.workload_names import workload_name
 from streams.importers.kueue_jobs.workload_object import check_managed, new_workload
 
@@ -28,12 +28,7 @@ def convert_jobset(job: Manifest, naming: Naming) -> list[dict[str, Any]]:
     if not replicated:
         raise job.refuse("spec.replicatedJobs", "Required value")
     pod_sets = []
-    for i, rj in enumerate(replicated):
-        where = f"spec.replicatedJobs[{i}]"
-        rj = mapping(rj, where, job)
-        name = rj.get("name")
-        if not isinstance(name, str) or not name:
-            raise job.refuse(f"{where}.name", "Required value")
+    for where, rj, name in named_groups(job, replicated, "spec.replicatedJobs", "name"):
         replicas = non_negative(rj.get("replicas"), f"{where}.replicas", job, 1)
         template = mapping(rj.get("template"), f"{where}.template", job)
         job_spec = mapping(template.get("spec"), f"{where}.template.spec", job)

@@ -12,7 +12,7 @@ topology-aware scheduling annotations or DRA claims, which quotaflow does not im
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -53,6 +53,20 @@ def pod_set(job: Manifest, source: PodSetSource) -> dict[str, Any]:
         out["minCount"] = source.min_count
     out["template"] = template
     return out
+
+
+def named_groups(job: Manifest, groups: list[Any], where: str, name_field: str) -> Iterator[tuple[str, Mapping[str, Any], str]]:
+    """The entries of a job's list of named pod groups, one pod set each (a JobSet's
+    `replicatedJobs`, a Ray cluster's `workerGroupSpecs`): (the entry's path, the entry, its name
+    as written; the pod set is named by it in lower case, Kueue's NewPodSetReference). An entry
+    that is not a mapping, or has no name, is refused."""
+    for i, group in enumerate(groups):
+        here = f"{where}[{i}]"
+        entry = mapping(group, here, job)
+        name = entry.get(name_field)
+        if not isinstance(name, str) or not name:
+            raise job.refuse(f"{here}.{name_field}", "Required value")
+        yield here, entry, name
 
 
 def _checked_template(job: Manifest, raw: object, path: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from streams.importers.kueue_jobs.manifest import (
     non_negative,
     sequence,
 )
-from streams.importers.kueue_jobs.pod_sets import PodSetSource, pod_set
+from streams.importers.kueue_jobs.pod_sets import PodSetSource, named_groups, pod_set
 from streams.importers.kueue_jobs.workload_names import workload_name
 from streams.importers.kueue_jobs.workload_object import check_managed, new_workload
 
@@ -97,12 +97,7 @@ def cluster_pod_sets(job: Manifest, cluster: Any, where: str, autoscaling: str) 
     if job.annotations.get(_FT_ANNOTATION, "").lower() == "true" or cluster.get("gcsFaultToleranceOptions") is not None:
         _add_redis_cleanup(job, head_set, where)
     pod_sets = [head_set]
-    for i, group in enumerate(groups):
-        here = f"{where}.workerGroupSpecs[{i}]"
-        group = mapping(group, here, job)
-        name = group.get("groupName")
-        if not isinstance(name, str) or not name:
-            raise job.refuse(f"{here}.groupName", "Required value")
+    for here, group, name in named_groups(job, groups, f"{where}.workerGroupSpecs", "groupName"):
         if name == HEAD:
             raise job.refuse(f"{here}.groupName", f'Forbidden: "{HEAD}" is reserved for the head group')
         count = non_negative(group.get("replicas"), f"{here}.replicas", job, 1)
