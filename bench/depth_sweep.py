@@ -29,8 +29,9 @@ Columns: events/s CPU of each tree, each row's rate relative to its strategy and
 shallowest depth (the issue's goal: ≥ 0.8 at 10× the depth), the speed-up (base CPU / ours),
 and memory: peak RSS over an empty engine's (after the stream's bytes are built), divided by
 the workloads pending at the end of the untimed fill, measured in a child process per tree.
-`searches/event`: preemption searches (`targets()` calls) per timed event, counted in an extra,
-untimed pass (interpreted engines only; "-" where the engine is compiled).
+`searches/event`: preemption searches per timed event (`targets()` calls, less those that the
+shortfall bound answers before reading a candidate: domain/preemption/shortfall.py), counted in
+an extra, untimed pass (interpreted engines only; "-" where the engine is compiled).
 """
 
 from __future__ import annotations
@@ -334,31 +335,49 @@ def compare(engines: dict[str, type], stream: Stream, chunk: int) -> tuple[dict[
 
 
 def searches(engine_cls: type, stream: Stream) -> int | None:
-    """Preemption searches (targets() calls) over the timed stream, or None if not countable."""
-    module = sys.modules[engine_cls.__module__]
-    prefix = module.__name__.rsplit("domain.engine", 1)[0]
+    """Preemption searches over the timed stream (targets() calls less those the shortfall bound
+    answers, where the tree has it), or None if not countable."""
+    # The engine's own modules: a base tree's are kept under a prefix (engine_ab.load_engine_at)
+    # while their __name__ still reads "domain.engine".
+    name = next(k for k, m in list(sys.modules.items())
+                if k.endswith("domain.engine") and getattr(m, "Engine", None) is engine_cls)
+    prefix = name.rsplit("domain.engine", 1)[0]
     counted = [0]
-    patched = []
-    for modname, clsname in (("domain.preemption.classical", "ClassicalPreemptor"),
-                             ("domain.preemption.fair_sharing_strategies", "FairSharingPreemptor")):
-        mod = sys.modules.get(prefix + modname)
-        cls = getattr(mod, clsname, None) if mod is not None else None
-        if cls is None or not hasattr(cls, "__dict__") or "targets" not in cls.__dict__:
-            return None
-        original = cls.__dict__["targets"]
-        if not hasattr(original, "__code__"):
-            return None  # compiled
-
-        def wrapper(self: Any, *a: Any, _o: Any = original, **k: Any) -> Any:
-            counted[0] += 1
-            return _o(self, *a, **k)
-
-        try:
-            cls.targets = wrapper
-        except TypeError:
-            return None
-        patched.append((cls, original))
+    patched: list[tuple[Any, str, Any]] = []
     try:
+        classical = sys.modules.get(prefix + "domain.preemption.classical")
+        bound = getattr(classical, "cannot_fit", None) if classical is not None else None
+        if bound is not None:
+            if not hasattr(bound, "__code__"):
+                return None  # compiled
+
+            def bounded(*a: Any, _b: Any = bound) -> Any:
+                answer = _b(*a)
+                if answer:
+                    counted[0] -= 1  # answered without a search
+                return answer
+
+            classical.cannot_fit = bounded  # type: ignore[union-attr]
+            patched.append((classical, "cannot_fit", bound))
+        for modname, clsname in (("domain.preemption.classical", "ClassicalPreemptor"),
+                                 ("domain.preemption.fair_sharing_strategies", "FairSharingPreemptor")):
+            mod = sys.modules.get(prefix + modname)
+            cls = getattr(mod, clsname, None) if mod is not None else None
+            if cls is None or not hasattr(cls, "__dict__") or "targets" not in cls.__dict__:
+                return None
+            original = cls.__dict__["targets"]
+            if not hasattr(original, "__code__"):
+                return None  # compiled
+
+            def wrapper(self: Any, *a: Any, _o: Any = original, **k: Any) -> Any:
+                counted[0] += 1
+                return _o(self, *a, **k)
+
+            try:
+                cls.targets = wrapper
+            except TypeError:
+                return None
+            patched.append((cls, "targets", original))
         engine = engine_cls()
         for offset, event in enumerate(stream.prelude):
             engine.apply(event, offset)
@@ -367,8 +386,8 @@ def searches(engine_cls: type, stream: Stream) -> int | None:
             engine.apply(event, offset)
         return counted[0]
     finally:
-        for cls, original in patched:
-            cls.targets = original
+        for owner, name, original in patched:
+            setattr(owner, name, original)
 
 
 _MEMORY_CHILD = r"""

@@ -16,9 +16,13 @@ A workload preempted by an input event and admitted again by that same event is 
 being a victim until the next event (`policy.preemptible_now`): the index counts such shielded
 admissions per offset, so a search can tell at once whether a queue holds one.
 
+Each bucket also keeps the usage its workloads hold, summed per flavor-resource: how much any
+set of candidates up to a priority could give back, in a few additions (`used_upto`), which is
+what bounds a preemption search before it reads a candidate (preemption/shortfall.py).
+
 Derived state: rebuilt from the workloads when a snapshot is restored, never serialized. It is
-given plain values (key, evicted flag, priority, admission sequence), not workloads: the state
-holds the index, so the index knows nothing of the state.
+given plain values (key, evicted flag, priority, admission sequence, the admission's usage), not
+workloads: the state holds the index, so the index knows nothing of the state.
 """
 
 from __future__ import annotations
@@ -28,27 +32,29 @@ from collections.abc import Iterator
 
 BucketKey = tuple[int, int]  # (0 evicted / 1 holding, priority)
 Filed = tuple[int, int, str]  # (admission offset, decision index, workload key)
+Usage = dict[tuple[str, ...], int]  # an admission's usage by flavor-resource (domain.quota.FR); never changed
 
 EVICTED = 0
 HOLDING = 1
 
 
 class CandidateIndex:
-    __slots__ = ("_buckets", "_order", "_filed", "_offsets", "_shielded")
+    __slots__ = ("_buckets", "_order", "_filed", "_offsets", "_shielded", "_used")
 
     def __init__(self) -> None:
         self._buckets: dict[BucketKey, list[Filed]] = {}
         self._order: list[BucketKey] = []  # bucket keys, ascending
-        self._filed: dict[str, tuple[BucketKey, Filed]] = {}
+        self._filed: dict[str, tuple[BucketKey, Filed, Usage]] = {}
+        self._used: dict[BucketKey, Usage] = {}  # bucket -> the usage its workloads hold, summed
         self._offsets: dict[int, int] = {}  # admission offset -> how many shielded admissions hold quota here
         self._shielded: dict[str, int] = {}  # shielded workload -> the offset it is shielded in
 
     def __len__(self) -> int:
         return len(self._filed)
 
-    def add(self, key: str, evicted: bool, priority: int, sequence: tuple[int, int],
+    def add(self, key: str, evicted: bool, priority: int, sequence: tuple[int, int], usage: Usage,
             shielded: bool = False) -> None:
-        """File a workload holding quota here, admitted at `sequence` (input offset, decision
+        """File a workload holding `usage` here, admitted at `sequence` (input offset, decision
         index); `shielded`: re-admitted by the event that preempted it (no victim within it)."""
         assert key not in self._filed
         where = (EVICTED if evicted else HOLDING, priority)
@@ -56,12 +62,16 @@ class CandidateIndex:
         bucket = self._buckets.get(where)
         if bucket is None:
             bucket = self._buckets[where] = []
+            self._used[where] = {}
             insort(self._order, where)
         if not bucket or bucket[-1] < entry:
             bucket.append(entry)
         else:  # re-filed after an eviction or a priority change: an older admission
             insort(bucket, entry)
-        self._filed[key] = (where, entry)
+        used = self._used[where]
+        for fr, value in usage.items():
+            used[fr] = used.get(fr, 0) + value
+        self._filed[key] = (where, entry, usage)
         if shielded:
             self._shielded[key] = entry[0]
             self._offsets[entry[0]] = self._offsets.get(entry[0], 0) + 1
@@ -70,7 +80,7 @@ class CandidateIndex:
         filed = self._filed.pop(key, None)
         if filed is None:
             return
-        where, entry = filed
+        where, entry, usage = filed
         if self._shielded.pop(key, None) is not None:
             left = self._offsets[entry[0]] - 1
             if left:
@@ -81,13 +91,20 @@ class CandidateIndex:
         del bucket[bisect_left(bucket, entry)]
         if not bucket:
             del self._buckets[where]
+            del self._used[where]
             del self._order[bisect_left(self._order, where)]
+            return
+        used = self._used[where]
+        for fr, value in usage.items():
+            used[fr] -= value
 
     def refile(self, key: str, evicted: bool, priority: int, sequence: tuple[int, int]) -> None:
         """Its evicted flag or priority changed."""
+        filed = self._filed.get(key)
+        assert filed is not None
         shielded = key in self._shielded
         self.discard(key)
-        self.add(key, evicted, priority, sequence, shielded)
+        self.add(key, evicted, priority, sequence, filed[2], shielded)
 
     def ordered(self, evicted: bool, max_priority: int | None = None,
                 skip_offset: int | None = None) -> Iterator[tuple[int, int, int, str]]:
@@ -114,6 +131,17 @@ class CandidateIndex:
             return False
         rank_of, priority = order[i]
         return rank_of == (EVICTED if evicted else HOLDING) and (max_priority is None or priority <= max_priority)
+
+    def used_upto(self, max_priority: int, fr: tuple[str, ...]) -> int:
+        """The usage of `fr` held by the workloads here (evicted or not, shielded or not) of
+        priority at most `max_priority`: what any candidates of this queue under that bound
+        could give back together."""
+        total = 0
+        used = self._used
+        for where in self._order:
+            if where[1] <= max_priority:
+                total += used[where].get(fr, 0)
+        return total
 
     def shields_at(self, offset: int) -> bool:
         """Does some workload here hold an admission decided at this input offset that shields

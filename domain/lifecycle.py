@@ -169,7 +169,8 @@ def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, 
     ws.admission = admission
     ws.last_status = None
     ws.shielded_at = state.offset if ws.preempted_at == state.offset else -1
-    cq.candidates.add(ws.key, ws.evicted, ws.priority, admission.sequence, ws.shielded_at == state.offset)
+    cq.candidates.add(ws.key, ws.evicted, ws.priority, admission.sequence, admission.usage,
+                      ws.shielded_at == state.offset)
     if cq.queue.waiting_for and cq.spec.preemption.within_cluster_queue != NEVER:
         cq.queue.candidate_admitted(ws.priority)
     state.admitted_roots[id(cq.node.root())] = None

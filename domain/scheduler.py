@@ -473,11 +473,14 @@ class Scheduler:
                     drop_sticky(state, cq)
                 admit(state, out, cq, ws, _admission(cq, assignment, out))
                 admitted_in.append(cq)
+                self._tree_changed(cq)
                 continue
             reserved.append((cq, dict(assignment.usage)))
             held.append(reserved[-1])
             cq.node.add_usages(assignment.usage)
             issued = self._preempt(out, entry, victims, gone, released)
+            if issued:
+                self._tree_changed(cq)
             status = (
                 reasons.WAITING_FOR_PREEMPTED_WORKLOADS,
                 reasons.MSG_PENDING_PREEMPTION.format(message=assignment.message(), count=len(entry.targets)),
@@ -493,6 +496,13 @@ class Scheduler:
         released.flush(state)
         if admitted_in:
             _retry_strict_heads(state, admitted_in)
+
+    def _tree_changed(self, cq: ClusterQueueState) -> None:
+        """A workload was admitted, evicted or released in cq's cohort tree (victims are in
+        their preemptor's tree): the classical searches kept for its heads are stale."""
+        preemptor = self.preemptor
+        if isinstance(preemptor, ClassicalPreemptor):
+            preemptor.tree_changed(cq.node)
 
     def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState,
                         best: dict[str, int] | None = None) -> tuple[str, int] | None:

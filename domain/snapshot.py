@@ -227,7 +227,8 @@ def load(data: bytes) -> Engine:
             admitted = state.workloads[key]
             assert admitted.admission is not None
             # derived: rebuilt, not stored
-            cq.candidates.add(admitted.key, admitted.evicted, admitted.priority, admitted.admission.sequence)
+            cq.candidates.add(admitted.key, admitted.evicted, admitted.priority, admitted.admission.sequence,
+                              admitted.admission.usage)
         needs = {member: (resource, amount) for member, resource, amount in q.filed}
         for member, status in q.parked:
             cq.queue.restore_parked(cq.queue.class_of[member], status, needs.get(member))

@@ -135,11 +135,11 @@ def test_reading_leaves_out_the_admissions_one_offset_shields() -> None:
     it (preemptible_now): the index steps over such admissions, wherever they sit among the
     others, and over no other admission of that offset."""
     index = CandidateIndex()
-    index.add("a/w0", False, 0, (5, 0))
-    index.add("a/w1", False, 50, (5, 1), shielded=True)
-    index.add("a/w2", False, 0, (5, 2), shielded=True)
-    index.add("a/x0", False, 0, (6, 0))
-    index.add("a/x1", False, 50, (6, 1))
+    index.add("a/w0", False, 0, (5, 0), {})
+    index.add("a/w1", False, 50, (5, 1), {}, shielded=True)
+    index.add("a/w2", False, 0, (5, 2), {}, shielded=True)
+    index.add("a/x0", False, 0, (6, 0), {})
+    index.add("a/x1", False, 50, (6, 1), {})
     everything = [k for *_, k in index.ordered(False)]
     assert everything == ["a/x0", "a/w2", "a/w0", "a/x1", "a/w1"]
     assert index.shields_at(5) and not index.shields_at(6)

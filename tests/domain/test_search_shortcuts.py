@@ -1,0 +1,157 @@
+"""Two shortcuts of classical preemption searches change no decision: the shortfall bound
+(domain/preemption/shortfall.py: no search where even every workload the preemptor could take
+would leave it short) and the answers kept across one scheduling pass's nominations
+(`ClassicalPreemptor.targets`: a search asked again on a cohort tree nothing was admitted to or
+evicted from since gets the same answer).
+
+Each stream is folded twice, once as the engine runs and once with both switched off
+(`classical.cannot_fit` answering "might fit" always, `classical.KEEP_ANSWERS` false, so every
+search is made), and every decision is compared byte for byte. While the bound is on, each time it
+answers "cannot fit" the search it replaces is also made, and must find nothing and defer the
+ClusterQueue alike. The streams: flat cohorts with random preemption policies (borrowWithinCohort
+among them), in Batches too; three- and four-level cohort trees under Classical preemption and
+fair sharing, both release modes; and small versions of the depth sweep's deep-backlog streams
+(bench/depth_sweep.py). Where a stream makes many classical searches, each shortcut is checked to
+have been taken (and the bound to have answered both ways)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+import pytest
+import test_hierarchy_properties as hp
+from event_streams import batched, mixed_stream
+from hypothesis import HealthCheck, given, settings
+
+from domain.engine import Engine
+from domain.preemption import classical, shortfall
+
+# Patches a domain function, which compiled callers would not see: runs on the sources.
+pytestmark = pytest.mark.pure_python
+
+bounded = shortfall.cannot_fit
+# The depth sweep's stream generators (imported by name: mypy checks the engine and its tests,
+# not the benchmarks and the shell they reach).
+depth_sweep: Any = importlib.import_module("bench.depth_sweep")
+
+
+def _never(*_: Any) -> bool:
+    return False
+
+
+Seen = dict[object, int]  # bound answers (True, False), "asked" targets() calls, "searched" searches
+
+
+@contextmanager
+def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
+    """Both shortcuts on (each "cannot fit" checked against the search it replaces: no target,
+    and the same deferral of the ClusterQueue) or both off."""
+    original = classical.ClassicalPreemptor.targets
+    search = classical.ClassicalPreemptor._targets  # the search itself, not the answers kept
+    said: list[bool] = []
+
+    def searched(self: Any, *a: Any) -> Any:
+        seen["searched"] += 1
+        return search(self, *a)
+
+    def counted(state: Any, cq: Any, ws: Any, requests: Any) -> bool:
+        answer = bounded(state, cq, ws, requests)
+        seen[answer] += 1
+        said.append(answer)
+        return answer
+
+    def checked(self: Any, cq: Any, ws: Any, requests: Any, frs: Any) -> Any:
+        said.clear()
+        deferred = self.state.deferred
+        before = cq.name in deferred
+        found = original(self, cq, ws, requests, frs)
+        seen["asked"] += 1
+        if said and said[0]:
+            was = cq.name in deferred
+            if not before:
+                deferred.pop(cq.name, None)
+            setattr(classical, "cannot_fit", _never)
+            try:
+                again = search(self, cq, ws, requests, frs)
+            finally:
+                setattr(classical, "cannot_fit", counted)
+            assert not again, f"{ws.key}: the bound says it cannot fit, the search found {again}"
+            assert (cq.name in deferred) == was, f"{ws.key}: deferred {was} by the bound, not by the search"
+        return found
+
+    setattr(classical, "cannot_fit", counted if on else _never)
+    setattr(classical, "KEEP_ANSWERS", on)
+    setattr(classical.ClassicalPreemptor, "targets", checked)
+    setattr(classical.ClassicalPreemptor, "_targets", searched)
+    try:
+        yield
+    finally:
+        setattr(classical, "cannot_fit", bounded)
+        setattr(classical, "KEEP_ANSWERS", True)
+        setattr(classical.ClassicalPreemptor, "targets", original)
+        setattr(classical.ClassicalPreemptor, "_targets", search)
+
+
+def decide(stream: list[Any]) -> list[bytes]:
+    engine = Engine()
+    encode = msgspec.json.encode
+    return [encode(engine.apply(event, offset)) for offset, event in enumerate(stream)]
+
+
+def both_ways(stream: list[Any]) -> Seen:
+    """The shortcuts' counts while they were on."""
+    seen: Seen = {True: 0, False: 0, "asked": 0, "searched": 0}
+    with shortcuts(True, seen):
+        fast = decide(stream)
+    off: Seen = {True: 0, False: 0, "asked": 0, "searched": 0}
+    with shortcuts(False, off):
+        assert decide(stream) == fast
+    assert off["asked"] == off["searched"]  # switched off: every search is made
+    return seen
+
+
+def taken(seen: Seen, kept: bool = True) -> bool:
+    """The bound answered both ways, and (`kept`) some answer was given again."""
+    return seen[True] > 20 and seen[False] > 20 and (not kept or seen["asked"] > seen["searched"])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_flat_cohorts_decide_alike_with_and_without_the_shortcuts(seed: int) -> None:
+    seen = both_ways(mixed_stream(seed))
+    seen_batched = both_ways(batched(mixed_stream(seed), seed))
+    assert seen[False] + seen_batched[False] > 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tree=hp.trees(), ops_=hp.ops(submits=8, releases=3, finishes=2, deletes=1, min_size=20, max_size=60))
+def test_cohort_trees_decide_alike_with_and_without_the_shortcuts(tree: hp.Tree, ops_: list[Any]) -> None:
+    def decisions() -> list[Any]:
+        return [d for *_, d, _where in hp.replay(tree, ops_)]
+
+    with shortcuts(True, {True: 0, False: 0, "asked": 0, "searched": 0}):
+        fast = decisions()
+    with shortcuts(False, {True: 0, False: 0, "asked": 0, "searched": 0}):
+        assert decisions() == fast
+
+
+@pytest.mark.parametrize("policy", ["classical", "fair"])
+@pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])
+def test_the_depth_sweeps_backlogs_decide_alike_with_and_without_the_shortcuts(strategy: str, policy: str) -> None:
+    """Deep backlogs of many shapes and priorities: under classical preemption the bound answers
+    both ways many times (a release wakes heads that cannot preempt enough), and under
+    BestEffortFIFO preemptors waiting for their victims are nominated again in every cycle."""
+    stream = depth_sweep.sweep_stream(strategy, policy, depth=12, cohorts=1, per_cohort=4, events=150)
+    seen = both_ways(stream.prelude + stream.timed)
+    if policy == "classical":
+        assert taken(seen, kept=strategy == "BestEffortFIFO")
+
+
+def test_the_preemption_heavy_backlog_decides_alike_with_and_without_the_shortcuts() -> None:
+    """A two-level cohort tree with borrowWithinCohort, both release modes, quota and priority
+    changes, deletes (bench/depth_sweep.py preemption_deep_stream)."""
+    stream = depth_sweep.preemption_deep_stream(200, depth=8)
+    assert taken(both_ways(stream.prelude + stream.timed))
