@@ -105,7 +105,7 @@ def use_pure_python() -> None:
     loaded = _engine_modules_loaded()
     if loaded:
         raise RuntimeError(f"{ENV}: domain was imported before the switch ({', '.join(loaded[:3])})")
-    import importlib.util  # for _SourceOnly; imported here, not by every process that imports streams/
+    import importlib.util  # noqa: F401  (for _SourceOnly; imported here, not by every process that imports streams/)
 
     sys.meta_path.insert(0, _SourceOnly())
 

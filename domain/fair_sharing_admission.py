@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from domain.entry import Entry
-from domain.fair_sharing import DRS, Lendable, compare, dominant_resource_share, usage_seen_above
+from domain.fair_sharing import (
+    DRS,
+    Lendable,
+    compare,
+    dominant_resource_share,
+    usage_seen_above,
+)
 from domain.quota import QuotaNode
 
 

@@ -8,7 +8,14 @@ decides what the decision log says about it.
 from __future__ import annotations
 
 from domain import local_queue_usage, reasons, requeue_backoff
-from domain.decisions import Admitted, Evicted, Pending, Preempted, QuotaReleased, QuotaReserved
+from domain.decisions import (
+    Admitted,
+    Evicted,
+    Pending,
+    Preempted,
+    QuotaReleased,
+    QuotaReserved,
+)
 from domain.emitter import Emitter
 from domain.objects import IMMEDIATE, NEVER, STOP_NONE
 from domain.preemption.policy import never_preempts

@@ -12,18 +12,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain import reasons
-from domain.api_fields import check_api_version, check_strict, unsupported_kind
 from domain.admission_fair_sharing import (
     ADMISSION_MODES,
     AdmissionFairSharing,
     parse_admission_fair_sharing,
 )
+from domain.api_fields import check_api_version, check_strict, unsupported_kind
 from domain.fields import Fields, InvalidInput
-from domain.names import invalid, label_problem, labels_message, shown, subdomain_problem
+from domain.names import (
+    invalid,
+    label_problem,
+    labels_message,
+    shown,
+    subdomain_problem,
+)
 from domain.pods_ready_config import PodsReadyConfig, parse_pods_ready
 from domain.quantity import QuantityError, amount
 from domain.quota import FR, fr_key
-from domain.resource_transformations import NO_RESOURCES, ResourcesConfig, parse_resources
+from domain.resource_transformations import (
+    NO_RESOURCES,
+    ResourcesConfig,
+    parse_resources,
+)
 from domain.selectors import LabelSelector, SelectorError
 from domain.tenant_limits import NO_TENANT_LIMITS, TenantLimits, parse_tenant_limits
 

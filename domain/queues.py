@@ -22,11 +22,10 @@ That costs a step per LocalQueue (StrictFIFO) or per ready class (BestEffortFIFO
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
-from typing import Any, Protocol
-
 from bisect import bisect_left, insort
+from collections.abc import Hashable, Iterator
 from heapq import merge
+from typing import Any, Protocol
 
 from sortedcontainers import SortedList
 

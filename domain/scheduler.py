@@ -31,7 +31,14 @@ from domain.flavor_assigner import (
     Assignment,
     FlavorAssigner,
 )
-from domain.lifecycle import DeferredWakes, admit, drop_sticky, evict, set_pending, tree_members
+from domain.lifecycle import (
+    DeferredWakes,
+    admit,
+    drop_sticky,
+    evict,
+    set_pending,
+    tree_members,
+)
 from domain.objects import ANY, FAIR_SHARING, NEVER
 from domain.preemption.classical import ClassicalPreemptor
 from domain.preemption.fair_sharing_strategies import FairSharingPreemptor
@@ -39,8 +46,8 @@ from domain.preemption.fit import within_quota
 from domain.preemption.messages import preemption_message
 from domain.preemption.policy import Target, never_preempts, own_may_yield
 from domain.quantity import format_amount
-from domain.quota import FR, QuotaNode, borrowing_level, fr_key
 from domain.queues import Status
+from domain.quota import FR, QuotaNode, borrowing_level, fr_key
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 
 

@@ -13,7 +13,12 @@ import msgspec
 from domain import reasons
 from domain.api_fields import schema_for, strict_problems
 from domain.fields import Fields, InvalidInput
-from domain.names import ANNOTATIONS_MAX, label_problem, labels_message, subdomain_problem
+from domain.names import (
+    ANNOTATIONS_MAX,
+    label_problem,
+    labels_message,
+    subdomain_problem,
+)
 from domain.shared_values import shared_labels, shared_name
 from domain.timestamps import TimestampError, parse_time
 from domain.typed_events import TypedEvent, TypedWorkload

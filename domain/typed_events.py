@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+
 # Each Struct forbids fields it does not know: a workload with a field Kubernetes' API server would
 # not decode (or one quotaflow refuses) fails here and takes the general path, which rejects it.
 class _Ref(msgspec.Struct, forbid_unknown_fields=True):

@@ -12,7 +12,12 @@ import msgspec
 from domain import reasons
 from domain.api_fields import check_api_version, check_strict
 from domain.fields import Fields, InvalidInput
-from domain.names import annotations_message, label_problem, labels_message, subdomain_problem
+from domain.names import (
+    annotations_message,
+    label_problem,
+    labels_message,
+    subdomain_problem,
+)
 from domain.objects import Toleration, checked, described
 from domain.pod_requests import PodSetError, pod_set_requests, requests_above_limits
 from domain.selectors import NodeSelectorTerm, SelectorError, parse_node_selector_terms

@@ -26,7 +26,13 @@ from collections.abc import Iterator
 
 from domain.local_queue_usage import by_usage, wants_fair
 from domain.objects import LOWER_OR_NEWER_EQUAL, NEVER
-from domain.preemption.fit import borrows, fit_in_quota, fits, under_nominal, within_quota
+from domain.preemption.fit import (
+    borrows,
+    fit_in_quota,
+    fits,
+    under_nominal,
+    within_quota,
+)
 from domain.preemption.minimize import fill_back
 from domain.preemption.policy import (
     VARIANT_REASON,
@@ -37,10 +43,24 @@ from domain.preemption.policy import (
     own_may_yield,
     preemptible_now,
 )
-from domain.preemption.reading import Key, Source, Stream, any_candidate, path_valid, read_group
+from domain.preemption.reading import (
+    Key,
+    Source,
+    Stream,
+    any_candidate,
+    path_valid,
+    read_group,
+)
 from domain.preemption.shared_cohort import SharedCohort, SharedGroups
 from domain.preemption.shortfall import cannot_fit
-from domain.preemption.victims import Candidate, Pending, add_back, apply_pending, note, removal_node
+from domain.preemption.victims import (
+    Candidate,
+    Pending,
+    add_back,
+    apply_pending,
+    note,
+    removal_node,
+)
 from domain.quota import FR, QuotaNode, over_nominal
 from domain.state import ClusterQueueState, State, WorkloadState
 

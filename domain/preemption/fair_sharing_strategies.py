@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from domain import reasons
-from domain.fair_sharing import DRS, NEGATIVE, Lendable, compare, dominant_resource_share
+from domain.fair_sharing import (
+    DRS,
+    NEGATIVE,
+    Lendable,
+    compare,
+    dominant_resource_share,
+)
 from domain.local_queue_usage import by_usage, wants_fair
 from domain.objects import NEVER
 from domain.preemption.policy import (

@@ -6,7 +6,6 @@ from domain import reasons
 from domain.preemption.policy import Target
 from domain.state import ClusterQueueState, WorkloadState
 
-
 HUMAN_REASON = {
     reasons.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     reasons.IN_COHORT_RECLAMATION: "reclamation within the cohort",

@@ -16,7 +16,6 @@ from domain.objects import ANY, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER
 from domain.quota import FR
 from domain.state import ClusterQueueState, WorkloadState
 
-
 # Preemption variants (Kueue's classical.preemptionVariant).
 WITHIN_CQ = 1
 HIERARCHICAL_RECLAIM = 2

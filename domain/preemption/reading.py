@@ -16,7 +16,6 @@ from domain.preemption.victims import Candidate, Pending
 from domain.quota import FR, QuotaNode
 from domain.state import ClusterQueueState
 
-
 Key = tuple[int, int, int, str]  # a candidate's place in Kueue's order (see domain/candidate_index.py)
 
 # A ClusterQueue whose workloads may be candidates: (queue, hierarchical advantage, lowest

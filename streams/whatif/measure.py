@@ -24,7 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.decisions import Admitted, Decision, Deleted, Evicted, Finished, Preempted, QuotaReleased, QuotaReserved
+from domain.decisions import (
+    Admitted,
+    Decision,
+    Deleted,
+    Evicted,
+    Finished,
+    Preempted,
+    QuotaReleased,
+    QuotaReserved,
+)
 from domain.quantity import QuantityError, amount
 from projections.records import FR, assignment_usage
 

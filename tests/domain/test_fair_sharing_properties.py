@@ -321,7 +321,6 @@ def test_a_fair_sharing_victim_cannot_preempt_its_preemptor_back(tree: Tree, ops
     own nomination (flavor assignment and preemption search) on a copy of the engine as of the
     next event. The proof compares the two queues as they were when A took B; it applies while
     A's queue holds no more than then and B's queue, B back in, no less."""
-    quotas = Quotas.of(tree)
     engine = Engine()
     offset = len(setup_events(tree))
     with watching(lambda: engine.state) as watch:

@@ -43,7 +43,8 @@ from typing import Any
 from unittest.mock import patch
 
 from draining import admitted_alone, drain
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import event as note_event
 from hypothesis import strategies as st
 from test_engine_properties import usage_of
 
@@ -629,4 +630,4 @@ def test_a_head_left_unevaluated_could_not_have_been_admitted_and_keeps_its_reas
     with patch.object(Scheduler, "_still_hopeless", still_hopeless):
         for _ in replay(tree, ops_):
             pass
-    event("skips checked: " + ("none" if not checked else "1-9" if checked < 10 else "10+"))
+    note_event("skips checked: " + ("none" if not checked else "1-9" if checked < 10 else "10+"))

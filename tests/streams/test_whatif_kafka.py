@@ -11,7 +11,12 @@ import pytest
 from devtools.timed_stream import recorded_log
 from streams.log import Message, Topics
 from streams.log.kafka import KafkaLog
-from streams.settings import ENV_DECISIONS_TOPIC, ENV_INPUT_TOPIC, ENV_SNAPSHOTS_TOPIC, Settings
+from streams.settings import (
+    ENV_DECISIONS_TOPIC,
+    ENV_INPUT_TOPIC,
+    ENV_SNAPSHOTS_TOPIC,
+    Settings,
+)
 from streams.whatif.changes import At, sweep
 from streams.whatif.run import run
 from streams.whatif.source import read_log, timed
