@@ -78,7 +78,12 @@ async def test_launcher_killed_at_random_points_starts_nothing_twice_and_loses_n
             nonlocal killed_with_runs
             for _ in range(KILLS):
                 await launcher.wait_started(timeout=60)
-                await asyncio.sleep(rng.uniform(0.1, 1.2))
+                # A random moment once it holds a run: on a busy machine a restart can take longer
+                # than the work it was meant to interrupt, and a kill with nothing in hand tests less.
+                holds_runs = time.monotonic() + 3
+                while _runs(launcher) == 0 and time.monotonic() < holds_runs:
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(rng.uniform(0.0, 0.5))
                 launcher.kill()
                 killed_with_runs += _runs(launcher) > 0
                 await asyncio.sleep(rng.uniform(0.0, 0.3))
