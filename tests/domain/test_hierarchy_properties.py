@@ -612,9 +612,9 @@ def test_a_head_left_unevaluated_could_not_have_been_admitted_and_keeps_its_reas
     original = Scheduler._still_hopeless
     checked = 0
 
-    def still_hopeless(self: Scheduler, cq: Any, ws: Any) -> tuple[str, int] | None:
+    def still_hopeless(self: Scheduler, cq: Any, ws: Any, best: Any = None) -> tuple[str, int] | None:
         nonlocal checked
-        needs = original(self, cq, ws)
+        needs = original(self, cq, ws, best)
         if needs is not None:
             checked += 1
             entry = self.assign(cq, ws)
