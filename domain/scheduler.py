@@ -214,12 +214,15 @@ class Scheduler:
             ws.resume_flavors = None
             if kept[0] == self.state.offset:
                 resume = kept[1]
+        # A resumed scan that finds nothing is the answer, as in Kueue: the workload goes back
+        # with the inadmissible ones (no flavor pending: requeueIfNotPresent in pkg/cache/queue/
+        # cluster_queue.go) and waits for the next change in its cohort
+        # (QueueAssociatedInadmissibleWorkloadsAfter), whose attempt scans afresh (a
+        # LastTriedFlavorIdx of -1 restarts at the first flavor); it is not tried again at once,
+        # even when an earlier flavor has room again.
         entry = self._cycles(cq, ws, assigner, search, resume)
-        if resume is not None and not _works(entry):
-            # The resumed scan found nothing: Kueue puts the workload back with the inadmissible
-            # ones, and the cluster having changed, its next attempt scans afresh; so does this
-            # one, so that the head never waits on an answer that skipped flavors.
-            entry = self._cycles(cq, ws, assigner, search, None)
+        if resume is not None and ws.resume_flavors is None:
+            ws.resume_flavors = (self.state.offset, None)
         return entry
 
     def _cycles(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,

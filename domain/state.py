@@ -69,7 +69,9 @@ class WorkloadState:
     shielded_at: int = -1
     # (input offset, flavor scan progress) of a cycle that skipped it because another entry took
     # its room: its next assignment in that offset resumes the scan (scheduler.Scheduler.assign).
-    resume_flavors: tuple[int, list[dict[str, int]]] | None = None
+    # The progress is None once that assignment used it: the answer it holds came from a scan
+    # that skipped earlier flavors, and its next assignment scans afresh.
+    resume_flavors: tuple[int, list[dict[str, int]] | None] | None = None
 
     @property
     def key(self) -> str:
