@@ -489,6 +489,10 @@ class Scheduler:
             held.append(reserved[-1])
             cq.node.add_usages(assignment.usage)
             issued = self._preempt(out, entry, victims, gone, released)
+            # Kueue's markPreemptionOutcome (pkg/scheduler/scheduler.go) drops LastAssignment
+            # once the preemptions are issued: the cycle after them scans every flavor afresh,
+            # not from where this event's first scan stopped.
+            ws.resume_flavors = None
             if issued:
                 self._tree_changed(cq)
             status = (
@@ -692,6 +696,9 @@ class Scheduler:
         held.append(reserved[-1])
         cq.node.add_usages(again.assignment.usage)
         cq.sticky = ws.key
+        # Kueue's DeferredFit drops LastAssignment too (processEntry): the cluster changes once
+        # the victims are gone, and its next attempt scans every flavor afresh.
+        ws.resume_flavors = None
         self._wait_for_victims(
             out, cq, ws,
             (reasons.WAITING_FOR_PREEMPTED_WORKLOADS, reasons.MSG_DEFERRED_FIT),
