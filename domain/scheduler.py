@@ -445,13 +445,18 @@ class Scheduler:
         # the cycle's held room still counted as used; they wake them again once it is freed.
         released = DeferredWakes()
         admitted_in: list[ClusterQueueState] = []  # a ClusterQueue of each tree that admitted
+        retry_strict: list[ClusterQueueState] = []  # StrictFIFO heads to try afresh next cycle
         for entry in ordered:
             cq, ws, assignment = entry.cq, entry.ws, entry.assignment
             if assignment.mode == MODE_NO_FIT:
                 self._park(out, cq, ws, (assignment.no_fit_reason, assignment.message()))
+                if self._resumed_in_vain(cq, ws):
+                    retry_strict.append(cq)
                 continue
             if assignment.mode != MODE_FIT and not entry.targets:
                 self._park(out, cq, ws, (reasons.WAITING_FOR_QUOTA, assignment.message()))
+                if self._resumed_in_vain(cq, ws):
+                    retry_strict.append(cq)
                 if cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors:
                     reserved.append((cq, _capacity_to_reserve(cq, assignment)))
                     cq.node.add_usages(reserved[-1][1])
@@ -510,6 +515,17 @@ class Scheduler:
         released.flush(state)
         if admitted_in:
             _retry_strict_heads(state, admitted_in)
+        for cq in retry_strict:
+            if cq.queue.unblock():
+                state.ready[cq.name] = None
+
+    def _resumed_in_vain(self, cq: ClusterQueueState, ws: WorkloadState) -> bool:
+        """A StrictFIFO head whose failed attempt of this cycle resumed an earlier cycle's flavor
+        scan (`assign` leaves its progress used up): Kueue requeues a StrictFIFO head at once
+        whatever its failure (pkg/cache/queue/cluster_queue.go, RequeueIfNotPresent), and its
+        next cycle scans afresh from the first flavor, where an earlier flavor may have room
+        (a BestEffortFIFO head waits with the inadmissible ones for the next change instead)."""
+        return cq.queue.strict and ws.resume_flavors == (self.state.offset, None)
 
     def _tree_changed(self, cq: ClusterQueueState) -> None:
         """A workload was admitted, evicted or released in cq's cohort tree (victims are in
