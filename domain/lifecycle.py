@@ -159,6 +159,8 @@ def unroute(state: State, ws: WorkloadState) -> None:
         cq.queue.remove(ws.order_key)
         ws.queued = False
         ws.cluster_queue = None
+        if cq.preemptor == ws.key:
+            cq.preemptor = None  # Kueue's ClusterQueue.delete clears its preemptor workload
         if cq.sticky == ws.key:
             # The waiting preemptor is gone (deleted, deactivated, moved).
             drop_sticky(state, cq, room_freed=True)

@@ -103,6 +103,8 @@ def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
         if ws is not None and cq.queue.is_parked(ws.key):
             del ready[name]  # its preemptor waits for victims: nothing else goes first
             continue
+        if ws is None and cq.preemptor is not None:
+            ws = _preemptor_head(state, cq)
         if ws is None:
             key = cq.queue.head()
             if key is None:
@@ -122,6 +124,24 @@ def _sticky_head(state: State, cq: ClusterQueueState) -> WorkloadState | None:
     ws = state.workloads.get(cq.sticky)
     if ws is None or not ws.queued or ws.cluster_queue != cq.name:
         drop_sticky(state, cq)
+        return None
+    return ws
+
+
+def _preemptor_head(state: State, cq: ClusterQueueState) -> WorkloadState | None:
+    """Kueue's preemptor workload heads its BestEffortFIFO queue whenever it is back among
+    the queue's workloads to try, also after a failure parked it and dropped `sticky`: Kueue
+    clears it only when the workload leaves the queue (ClusterQueue.delete), and
+    baseCompareFunc orders it before every other workload, whatever their priorities
+    (pkg/cache/queue/cluster_queue.go). Parked, it leaves the head to the others, as Kueue's
+    inadmissible workloads are out of the heap."""
+    if cq.queue.strict:
+        return None  # a StrictFIFO queue's preemptor is not sticky (isSticky only for BestEffortFIFO)
+    ws = state.workloads.get(cq.preemptor) if cq.preemptor is not None else None
+    if ws is None or not ws.queued or ws.cluster_queue != cq.name:
+        cq.preemptor = None
+        return None
+    if cq.queue.is_parked(ws.key):
         return None
     return ws
 
@@ -419,10 +439,11 @@ class Scheduler:
         state = self.state
         entries = self._nominate(out, batch)
         # Kueue's IsPreemptor, read when the heads are taken: the entry is its ClusterQueue's
-        # current preemptor. Only looked up by name, never iterated.
+        # current preemptor workload, waiting for victims or back after a failure (Kueue keeps
+        # it until it leaves the queue). Only looked up by name, never iterated.
         preemptors: frozenset[str] = frozenset()
         if self.prioritize_preemptors:
-            preemptors = frozenset(e.cq.name for e in entries if e.cq.sticky == e.ws.key)
+            preemptors = frozenset(e.cq.name for e in entries if e.cq.preemptor == e.ws.key)
         ordered: Iterable[Entry]
         if self.fair:
             ordered = Tournament(entries, preemptors)
@@ -504,7 +525,7 @@ class Scheduler:
                 reasons.WAITING_FOR_PREEMPTED_WORKLOADS,
                 reasons.MSG_PENDING_PREEMPTION.format(message=assignment.message(), count=len(entry.targets)),
             )
-            cq.sticky = ws.key
+            cq.sticky = cq.preemptor = ws.key
             if issued:
                 set_pending(state, out, ws, status)
             else:
@@ -711,7 +732,7 @@ class Scheduler:
         reserved.append((cq, dict(again.assignment.usage)))
         held.append(reserved[-1])
         cq.node.add_usages(again.assignment.usage)
-        cq.sticky = ws.key
+        cq.sticky = cq.preemptor = ws.key
         # Kueue's DeferredFit drops LastAssignment too (processEntry): the cluster changes once
         # the victims are gone, and its next attempt scans every flavor afresh.
         ws.resume_flavors = None

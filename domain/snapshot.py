@@ -26,7 +26,8 @@ from domain.timers import PodsReadyState, Timers
 from domain.workload import WorkloadSpec
 
 # 2: parked classes keep their filing by resource (QueueSnap.filed).
-FORMAT_VERSION = 2
+# 3: a queue's preemptor workload, kept while it is parked (QueueSnap.preemptor).
+FORMAT_VERSION = 3
 
 
 class AdmissionSnap(msgspec.Struct, array_like=True):
@@ -60,6 +61,9 @@ class QueueSnap(msgspec.Struct, array_like=True):
     # (a member of the class, resource, amount) of each parked class filed by resource: a class
     # restored generic would wake where the original sleeps.
     filed: list[tuple[str, str, int]]
+    # Kueue's preemptor workload of the queue (ClusterQueueState.preemptor): once woken it heads
+    # its queue again, so a restored engine without it would try a different head.
+    preemptor: str | None
 
 
 class LedgerSnap(msgspec.Struct, array_like=True):
@@ -155,7 +159,7 @@ def dump(engine: Engine) -> bytes:
             needs = q.filing(cls)
             if needs is not None:
                 filed.append((member, needs[0], needs[1]))
-        queues.append(QueueSnap(cq.name, list(cq.admitted), parked, q.blocked, cq.sticky, filed))
+        queues.append(QueueSnap(cq.name, list(cq.admitted), parked, q.blocked, cq.sticky, filed, cq.preemptor))
     snap = Snapshot(
         version=FORMAT_VERSION,
         objects=[(key, _plain(obj)) for key, obj in state.objects.items()],
@@ -235,6 +239,7 @@ def load(data: bytes) -> Engine:
         if q.blocked:
             cq.queue.restore_blocked()
         cq.sticky = q.sticky
+        cq.preemptor = q.preemptor
         if q.sticky is not None and cq.queue.is_parked(q.sticky):
             state.waiting_preemptors[q.name] = None
     state.by_local_queue = {(ns, lq): dict.fromkeys(keys) for ns, lq, keys in snap.by_local_queue}

@@ -99,6 +99,11 @@ class ClusterQueueState:
     inactive_message: str = ""
     terminating: bool = False
     sticky: str | None = None  # BestEffortFIFO: the workload that last issued preemptions
+    # Kueue's preemptor workload (pkg/cache/queue/cluster_queue.go, preemptorWorkload): the
+    # workload that last issued preemptions here, kept until it leaves the queue (admitted,
+    # deleted, moved) or another preemptor replaces it, also while it waits parked after a
+    # failure; `sticky` is the same workload only while it heads the queue waiting for victims.
+    preemptor: str | None = None
     # Flavor-assignment plans for `groups` (flavor_assigner._plan): derived, never serialized.
     plans: Plans = field(default_factory=dict)
 

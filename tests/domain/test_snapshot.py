@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from event_streams import random_stream
 
 from domain.decisions import encode
@@ -56,6 +59,30 @@ def _filings(engine: Engine) -> list[tuple[str, tuple[str, int] | None]]:
         for cls in q.parked:
             out.append((q.classes[cls].first()[3], q.filing(cls)))
     return sorted(out, key=lambda kv: kv[0])
+
+
+PARKED_PREEMPTOR = (
+    Path(__file__).parent.parent / "conformance" / "scenarios" / "preemption"
+    / "preemptor_parked_after_a_failure_heads_its_queue_again_before_a_higher_priority_workload.yaml"
+)
+
+
+def test_a_restored_queue_keeps_its_parked_preemptor_as_its_preferred_head() -> None:
+    """Cut where q1's preemptor ns-q1/w6 waits parked after a failure (no longer `sticky`) and a
+    higher-priority ns-q1/w14 waits behind it: restored, w6 still heads q1 once the last event
+    wakes it (admitted before w14), as in the original engine."""
+    events = list(yaml.safe_load_all(PARKED_PREEMPTOR.read_text()))
+    cut = len(events) - 1
+    expected = run(Engine(), events, 0)
+    engine = Engine()
+    head = run_range(engine, events, 0, cut)
+    q1 = engine.state.cluster_queues["q1"]
+    assert q1.sticky is None and q1.preemptor == "ns-q1/w6" and q1.queue.is_parked("ns-q1/w6")
+    restored = load(dump(engine))
+    assert restored.state.cluster_queues["q1"].preemptor == "ns-q1/w6"
+    tail = run(restored, events, cut)
+    assert head + tail == expected
+    assert b'"Admitted","workload":"ns-q1/w6"' in b"".join(tail)
 
 
 def test_snapshot_of_a_snapshot_is_identical() -> None:
