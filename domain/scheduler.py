@@ -639,9 +639,14 @@ class Scheduler:
 
     def _park(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, status: Status,
               blocks: bool = True) -> None:
-        cq.queue.park(ws.order_key, status, blocks)
         if cq.sticky == ws.key:
+            # The heads its room held out are woken before it is parked: not the preemptor
+            # itself, whose answer this is. Kueue files it with the inadmissible workloads
+            # (pkg/cache/queue/cluster_queue.go requeueIfNotPresent) until a change in its
+            # cohort; woken by its own parking, it was tried again at once, afresh, and could
+            # preempt other victims in the same event.
             drop_sticky(self.state, cq, room_freed=True)
+        cq.queue.park(ws.order_key, status, blocks)
         set_pending(self.state, out, ws, status)
 
     def _wait_for_victims(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState,
