@@ -499,7 +499,7 @@ class Scheduler:
         # Quota set aside for the rest of this cycle only: for entries waiting on victims and
         # for preemptors that cannot get any, so lower-ranked entries cannot take that room.
         reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
-        held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # the part of it preemptors hold
+        held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # the part held in every cycle (preemptors, StrictFIFO heads)
         victims: dict[str, None] = {}
         # The same victims' usage, by the id of their cohort tree's root (for _overlapping).
         gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]] = {}
@@ -517,6 +517,11 @@ class Scheduler:
                 if cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors:
                     reserved.append((cq, _capacity_to_reserve(cq, assignment)))
                     cq.node.add_usages(reserved[-1][1])
+                    if cq.queue.strict:
+                        # A blocked StrictFIFO head holds this room in every cycle of its tree
+                        # (`_hold_room`), as Kueue's, retried in every cycle, does: what it keeps
+                        # out waits for a release rather than retry in vain.
+                        held.append(reserved[-1])
                 continue
             if any(t.ws.key in victims for t in entry.targets):
                 self._overlapping(out, entry, gone.get(id(cq.node.root()), []), reserved, held)
