@@ -499,7 +499,7 @@ class Scheduler:
         # Quota set aside for the rest of this cycle only: for entries waiting on victims and
         # for preemptors that cannot get any, so lower-ranked entries cannot take that room.
         reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
-        held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # the part held in every cycle (preemptors, StrictFIFO heads)
+        held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # held in every cycle of its tree
         victims: dict[str, None] = {}
         # The same victims' usage, by the id of their cohort tree's root (for _overlapping).
         gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]] = {}
