@@ -281,8 +281,9 @@ class FlavorAssigner:
         starts at flavor index `start`; where it stopped is recorded in `tried[first]`."""
         fungibility = self.cq.flavor_fungibility
         reasons_out: list[str] = []
-        best: dict[str, str] | None = None  # the chosen flavor's resources, and their modes
+        best: dict[str, str] | None = None  # the chosen flavor's resources, their modes and levels
         best_modes: dict[str, int] | None = None
+        best_borrows: dict[str, int] | None = None
         best_mode = WORST
         least_severe = 0
         flavors = self.flavors
@@ -304,6 +305,12 @@ class FlavorAssigner:
             flavor_reason = 0
             chosen: dict[str, str] = {}
             modes: dict[str, int] = {}
+            # Each resource keeps its own borrowing level, not the representative mode's: Kueue's
+            # FlavorAssignment.borrow (flavorassigner.go findFlavorForPodSets), whose maximum is
+            # the assignment's Borrowing (Assignment.append), the classical order's first key. A
+            # resource that needs preemption without borrowing stands for the flavor while another
+            # of it fits only by borrowing: the entry borrows all the same.
+            levels: dict[str, int] = {}
             for res in covered:
                 fr = fr_key(fname, res)
                 mode, borrow, text, no_fit = self._fits(fr, assigned.get(fr, 0), requests[res])
@@ -319,31 +326,30 @@ class FlavorAssigner:
                     continue
                 chosen[res] = fname
                 modes[res] = mode
+                levels[res] = borrow
             if rep is BEST:
                 # Every resource fits without borrowing: should_try_next_flavor(BEST) is false
                 # whatever the fungibility, so the flavor is taken as below, one call sooner.
-                best, best_modes, best_mode = chosen, modes, rep
+                best, best_modes, best_borrows, best_mode = chosen, modes, levels, rep
                 break
             if rep.mode == NO_FIT and flavor_reason:
                 least_severe = _less_severe(least_severe, _reason_of(flavor_reason))
             if not should_try_next_flavor(rep, fungibility):
-                best, best_modes, best_mode = chosen, modes, rep
+                best, best_modes, best_borrows, best_mode = chosen, modes, levels, rep
                 break
             if is_preferred(rep, best_mode, fungibility):
-                best, best_modes, best_mode = chosen, modes, rep
+                best, best_modes, best_borrows, best_mode = chosen, modes, levels, rep
         # A flavor ranked as a borrowing fit may hold a resource that needs preemption (under
         # PreemptionOverBorrowing): its reasons say why, as for any flavor that needs it.
         if best_mode.mode != FIT or (best_modes is not None and any(m != FIT for m in best_modes.values())):
             psr.reasons.extend(reasons_out)
-        if not best or best_modes is None:
+        if not best or best_modes is None or best_borrows is None:
             return _reason_of(least_severe) if least_severe else reasons.WAITING_FOR_QUOTA
         if tried is not None:
             tried[first] = -1 if attempted == len(group_flavors) - 1 else attempted
         psr.flavors.update(best)
         psr.modes.update(best_modes)
-        borrows, level = psr.borrows, best_mode.borrow
-        for r in best:
-            borrows[r] = level
+        psr.borrows.update(best_borrows)
         return None
 
     def _fits(self, fr: FR, assumed: int, request: int) -> tuple[int, int, str, str]:

@@ -17,7 +17,7 @@ from domain.decisions import (
     QuotaReserved,
 )
 from domain.emitter import Emitter
-from domain.objects import IMMEDIATE, NEVER, STOP_NONE
+from domain.objects import ANY, IMMEDIATE, NEVER, STOP_NONE
 from domain.preemption.policy import never_preempts
 from domain.queues import PendingQueue, Status
 from domain.quota import FR, QuotaNode
@@ -152,10 +152,11 @@ def _wake_held_out(state: State, cq: ClusterQueueState) -> None:
             state.ready[member.name] = None
 
 
-def unroute(state: State, ws: WorkloadState) -> None:
-    """Take a pending workload out of wherever it waits."""
+def unroute(state: State, ws: WorkloadState, admitted: bool = False) -> None:
+    """Take a pending workload out of wherever it waits (`admitted`: into the quota it takes)."""
     if ws.queued and ws.cluster_queue is not None:
         cq = state.cluster_queues[ws.cluster_queue]
+        blocked = cq.queue.blocker == ws.order_key
         cq.queue.remove(ws.order_key)
         ws.queued = False
         ws.cluster_queue = None
@@ -164,14 +165,20 @@ def unroute(state: State, ws: WorkloadState) -> None:
         if cq.sticky == ws.key:
             # The waiting preemptor is gone (deleted, deactivated, moved).
             drop_sticky(state, cq, room_freed=True)
-        elif cq.queue.strict and cq.queue.is_ready():
-            state.ready[cq.name] = None  # the StrictFIFO head that held the queue is gone
+        else:
+            if cq.queue.strict and cq.queue.is_ready():
+                state.ready[cq.name] = None  # the StrictFIFO head that held the queue is gone
+            if blocked and not admitted and cq.spec.preemption.reclaim_within_cohort != ANY:
+                # It may have held room in its tree's cycles (Scheduler._hold_room), and leaves
+                # without taking it: what that room kept out is tried again, as Kueue, retrying
+                # it every cycle, would.
+                _wake_held_out(state, cq)
     unpark(state, ws)
 
 
 def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, admission: Admission) -> None:
     """Reserve quota; Admitted at once, or QuotaReserved while admission checks are not Ready."""
-    unroute(state, ws)
+    unroute(state, ws, admitted=True)
     cq.node.add_usages(admission.usage)
     cq.admitted[ws.key] = None
     ws.cluster_queue = cq.name

@@ -306,17 +306,22 @@ class PendingQueue:
             index = self.thresholds[resource] = []
         _insort(index, (amount, self.serial, cls))
 
-    def park_ready(self, filings: list[tuple[int, Status, tuple[str, int]]]) -> None:
+    def park_ready(self, filings: list[tuple[int, Status, tuple[str, int] | None]]) -> None:
         """BestEffortFIFO: park every ready class at once, each filed by the (resource, amount)
-        it waits for: what `park` of each head in turn leaves (each index sorted as insort
-        keeps it). `filings` names every ready class."""
+        it waits for (None: generic): what `park` of each head in turn leaves (each index sorted
+        as insort keeps it). `filings` names every ready class."""
         assert not self.strict and len(filings) == len(self.ready)
         self.ready.clear()
         parked, waiting_for, thresholds = self.parked, self.waiting_for, self.thresholds
         serial = self.serial
         touched: dict[str, list[tuple[int, int, int]]] = {}
-        for cls, status, (resource, amount) in filings:
+        generic = self.generic
+        for cls, status, needs in filings:
             parked[cls] = status
+            if needs is None:
+                generic[cls] = None
+                continue
+            resource, amount = needs
             serial += 1
             waiting_for[cls] = (resource, amount, serial)
             index = touched.get(resource)

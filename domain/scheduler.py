@@ -335,6 +335,10 @@ class Scheduler:
             classical.share_while_unchanged()
         hopeless: list[ClusterQueueState] = []  # queues whose head was parked still hopeless
         busy: dict[int, None] = {}  # ids of the roots of the trees whose heads were not
+        # Still-hopeless heads that Kueue, evaluating them, would hold room for; and the roots of
+        # the trees with an entry in this cycle, where that room matters.
+        holding: list[tuple[ClusterQueueState, WorkloadState]] = []
+        entered: dict[int, None] = {}
         try:
             for cq, ws in batch:
                 if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
@@ -350,18 +354,74 @@ class Scheduler:
                     continue
                 needs = self._still_hopeless(cq, ws)
                 if needs is not None:
+                    rule = _room_rule(cq, self.fair)
+                    if rule is not None and _holds_room(ws, rule):
+                        holding.append((cq, ws))
+                        continue
                     assert ws.last_status is not None
                     cq.queue.park(ws.order_key, ws.last_status, needs=needs)
                     hopeless.append(cq)
                     continue
                 entries.append(self.assign(cq, ws))
                 busy[id(cq.node.root())] = None
+                entered[id(cq.node.root())] = None
+            if entered:
+                self._hold_room(entries, batch, entered)
+            for cq, ws in holding:
+                root_id = id(cq.node.root())
+                if root_id in entered:
+                    entries.append(self.assign(cq, ws))
+                    busy[root_id] = None
+                    continue
+                # Nothing else of its tree is tried in this cycle: the room it would hold matters
+                # to no one. Filed generic, it is tried again after any release in its tree, as
+                # Kueue requeues it (QueueInadmissibleWorkloads), so that it holds its room in
+                # the cycles where others of its tree are tried.
+                assert ws.last_status is not None
+                cq.queue.park(ws.order_key, ws.last_status)
+                hopeless.append(cq)
         finally:
             if classical is not None:
                 classical.stop_sharing()
         if hopeless and SETTLE_QUIET_TREES:
             self._settle_quiet_trees(hopeless, busy)
         return entries
+
+    def _hold_room(self, entries: list[Entry], batch: list[tuple[ClusterQueueState, WorkloadState]],
+                   entered: dict[int, None]) -> None:
+        """The entries of blocked StrictFIFO heads that would hold room in this cycle.
+
+        Kueue requeues a StrictFIFO head at once whatever its failure (pkg/cache/queue/
+        cluster_queue.go RequeueIfNotPresent), so it is evaluated in every cycle; one that needs
+        preemption and finds no candidates, in a ClusterQueue that cannot always reclaim,
+        reserves room for the rest of each cycle (pkg/scheduler/scheduler.go
+        reserveCapacityForUnreclaimablePreempt). Here a blocked queue sleeps; in a cycle where
+        another head of its cohort tree is tried, its head is evaluated as Kueue's would be, so
+        that the room it holds is held."""
+        state = self.state
+        present: dict[str, None] = {cq.name: None for cq, _ in batch}
+        seen: dict[int, None] = {}
+        for cq, _ in batch:
+            root = cq.node.root()
+            root_id = id(root)
+            if root_id not in entered or root_id in seen or root is cq.node:
+                continue
+            seen[root_id] = None
+            for member in tree_members(state, root):
+                if member is None or member.name in present:
+                    continue
+                queue = member.queue
+                blocker = queue.blocker
+                if blocker is None or not member.active:
+                    continue
+                rule = _room_rule(member, self.fair)
+                if rule is None:
+                    continue
+                ws = state.workloads[blocker[3]]
+                last = ws.last_status
+                if last is None or last[0] != reasons.WAITING_FOR_QUOTA or not _holds_room(ws, rule):
+                    continue
+                entries.append(self.assign(member, ws))
 
     def _settle_quiet_trees(self, hopeless: list[ClusterQueueState], busy: dict[int, None]) -> None:
         """Park at once the ready heads of every cohort tree that has gone quiet: a tree all of
@@ -398,7 +458,7 @@ class Scheduler:
         for root_id, cqs in trees.items():
             if root_id in waiting:
                 continue
-            plan: list[tuple[ClusterQueueState, list[tuple[int, Status, tuple[str, int]]]]] = []
+            plan: list[tuple[ClusterQueueState, list[tuple[int, Status, tuple[str, int] | None]]]] = []
             for cq in cqs:
                 queue = cq.queue
                 if queue.strict:
@@ -411,7 +471,8 @@ class Scheduler:
                 # The tree's quota does not move while it is quiet: each resource's best
                 # availability over its group's flavors is read once, not once per head.
                 best = _best_available(cq)
-                filings: list[tuple[int, Status, tuple[str, int]]] = []
+                rule = _room_rule(cq, self.fair)
+                filings: list[tuple[int, Status, tuple[str, int] | None]] = []
                 for key, cls in queue.ready:
                     ws = workloads[key[3]]
                     spec = ws.spec
@@ -425,7 +486,8 @@ class Scheduler:
                     if needs is None:
                         break
                     assert ws.last_status is not None
-                    filings.append((cls, ws.last_status, needs))
+                    # One that would hold room waits for any release, as in `_nominate`.
+                    filings.append((cls, ws.last_status, None if rule is not None and _holds_room(ws, rule) else needs))
                 else:
                     plan.append((cq, filings))
                     continue
@@ -458,7 +520,7 @@ class Scheduler:
         # Quota set aside for the rest of this cycle only: for entries waiting on victims and
         # for preemptors that cannot get any, so lower-ranked entries cannot take that room.
         reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
-        held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # the part of it preemptors hold
+        held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # held in every cycle of its tree
         victims: dict[str, None] = {}
         # The same victims' usage, by the id of their cohort tree's root (for _overlapping).
         gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]] = {}
@@ -481,6 +543,11 @@ class Scheduler:
                 if cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors:
                     reserved.append((cq, _capacity_to_reserve(cq, assignment)))
                     cq.node.add_usages(reserved[-1][1])
+                    if cq.queue.strict:
+                        # A blocked StrictFIFO head holds this room in every cycle of its tree
+                        # (`_hold_room`), as Kueue's, retried in every cycle, does: what it keeps
+                        # out waits for a release rather than retry in vain.
+                        held.append(reserved[-1])
                 continue
             if any(t.ws.key in victims for t in entry.targets):
                 self._overlapping(out, entry, gone.get(id(cq.node.root()), []), reserved, held)
@@ -660,9 +727,14 @@ class Scheduler:
 
     def _park(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, status: Status,
               blocks: bool = True) -> None:
-        cq.queue.park(ws.order_key, status, blocks)
         if cq.sticky == ws.key:
+            # The heads its room held out are woken before it is parked: not the preemptor
+            # itself, whose answer this is. Kueue files it with the inadmissible workloads
+            # (pkg/cache/queue/cluster_queue.go requeueIfNotPresent) until a change in its
+            # cohort; woken by its own parking, it was tried again at once, afresh, and could
+            # preempt other victims in the same event.
             drop_sticky(self.state, cq, room_freed=True)
+        cq.queue.park(ws.order_key, status, blocks)
         set_pending(self.state, out, ws, status)
 
     def _wait_for_victims(self, out: Emitter, cq: ClusterQueueState, ws: WorkloadState,
@@ -761,6 +833,57 @@ def _works(entry: Entry) -> bool:
 
 def _severity(entry: Entry) -> int:
     return reasons.NO_FIT_SEVERITY.get(entry.assignment.no_fit_reason, 0)
+
+
+def _room_rule(cq: ClusterQueueState, fair: bool) -> dict[str, int] | None:
+    """Which heads of cq, waiting for quota that no preemption frees, Kueue holds room for
+    (`_holds_room`): None for none; an empty dict for all; else, per covered resource, the
+    largest nominal quota of its group's flavors: a head asking more of a resource than that is
+    NoFit, and holds nothing.
+
+    Kueue's processEntry, for an entry that needs preemption and finds no candidates, calls
+    reserveCapacityForUnreclaimablePreempt (pkg/scheduler/scheduler.go): unless the ClusterQueue
+    can always reclaim its nominal quota (preemption.CanAlwaysReclaim: reclaimWithinCohort Any)
+    it adds the entry's usage, up to its borrowing limit, to the cycle's snapshot. (The other
+    case, an active preemptor under PrioritizePreemptorWorkloads, is never parked unevaluated:
+    a waiting preemptor joins every cycle of its tree.) Outside a cohort that room is no one
+    else's. Whether it is NoFit rather than Preempt is Kueue's fitsResourceQuota: Preempt when
+    the request is within the flavor's nominal quota, or the ClusterQueue may reclaim within a
+    hierarchy, or may preempt while borrowing."""
+    policy = cq.spec.preemption
+    if policy.reclaim_within_cohort == ANY or cq.node.parent is None:
+        return None
+    if policy.borrow_within_cohort != NEVER or (fair and policy.reclaim_within_cohort != NEVER):
+        return {}  # may preempt while borrowing: Preempt up to the maximum capacity
+    if cq.node.parent.parent is not None:
+        return {}  # a hierarchy: it may reclaim within a cohort below the root
+    caps: dict[str, int] = {}
+    quotas = cq.quotas
+    for res, group in cq.groups.items():
+        cap = -1
+        for f in group.flavors:
+            quota = quotas.get(fr_key(f.name, res))
+            nominal = quota.nominal if quota is not None else 0
+            if nominal > cap:
+                cap = nominal
+        caps[res] = cap
+    return caps
+
+
+def _holds_room(ws: WorkloadState, caps: dict[str, int]) -> bool:
+    """Would Kueue hold room for this head, which cannot fit and finds no preemption target
+    (`_room_rule`'s answer for its ClusterQueue)? False when some pod set asks, at its smallest
+    count, more of a resource than every flavor's nominal quota: that resource is NoFit in every
+    flavor, and so is the entry."""
+    if not caps:
+        return True
+    for ps in ws.spec.pod_sets:
+        count = ps.min_count if ps.min_count is not None else ps.count
+        for res, per_pod in ps.per_pod:
+            cap = caps.get(res)
+            if cap is not None and per_pod > 0 and per_pod * count > cap:
+                return False
+    return True
 
 
 def _best_available(cq: ClusterQueueState) -> dict[str, int]:

@@ -551,12 +551,17 @@ def test_a_drained_tree_leaves_nothing_waiting(tree: Tree, ops_: list[Any]) -> N
     admission until nothing holds quota; then no workload still waits that a fresh engine with
     the same tree admits when given it alone.
 
-    Under FairSharing this needs PrioritizePreemptorWorkloads, as in Kueue: without it a victim
-    can take back the room its preemptor waits for, the preemptor evicts again, and with
-    releases answered at once the drain never ends (kueue#13662; the conformance scenario
-    fair_sharing_waiting_preemptor_loses_its_room_and_its_victim_is_readmitted shows one turn)."""
-    if tree.policy == "FairSharing":
-        tree = replace(tree, feature_gates=("PrioritizePreemptorWorkloads",))
+    This needs PrioritizePreemptorWorkloads, as in Kueue: without it a victim can take back the
+    room its preemptor waits for, the preemptor evicts again, and with releases answered at once
+    the drain never ends (kueue#13662; the conformance scenario
+    fair_sharing_waiting_preemptor_loses_its_room_and_its_victim_is_readmitted shows one turn).
+    Under Classical preemption too, in these trees: a victim whose entry borrows from a lower
+    cohort than its preemptor's is ordered first (Kueue's classical order: borrowing level before
+    priority), is admitted back into the room its preemptor waits for, and is preempted again
+    (--hypothesis-seed=105091441988696148405496938228199709709: a preemptor in cq-1-s0, under
+    sub-1 under mid-1, and its victim in cq-1-0, under mid-1: Kueue's makeClassicalIterator in
+    pkg/scheduler/scheduler.go sorts them so, and its preemptor retries in every cycle)."""
+    tree = replace(tree, feature_gates=("PrioritizePreemptorWorkloads",))
     engine = Engine()
     submitted: dict[str, dict[str, Any]] = {}
     for engine, _ledger, event, _decisions, _where in replay(tree, ops_, engine):

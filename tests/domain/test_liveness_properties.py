@@ -149,13 +149,20 @@ def test_no_queue_is_left_with_a_head_no_cycle_will_try(seed: int, in_batches: b
 def heads_asleep_that_fit(state: State, resumed: frozenset[str] = frozenset()) -> list[str]:
     """After an event: parked BestEffortFIFO heads waiting for quota that a flavor assignment
     (no preemption) would admit as the cluster stands. Left out: queues that a waiting preemptor
-    heads, heads of a cohort tree where some preemptor waits (the room it holds in the tree's
-    cycles is not in the usage), heads that overlapped another entry's victims (they wait
+    heads, heads of a cohort tree where some preemptor or blocked StrictFIFO head may hold room
+    (the room it holds in the tree's cycles is not in the usage), heads that overlapped another entry's victims (they wait
     for those victims' release), and `resumed`: heads whose last answer came from a flavor scan
     resumed from an earlier cycle's progress (they wait, as in Kueue, for the next change)."""
     held_trees = {
         id(cq.node.root()) for cq in state.cluster_queues.values()
         if cq.sticky is not None and cq.sticky in state.workloads and state.workloads[cq.sticky].queued
+    }
+    # A blocked StrictFIFO head of a queue that cannot always reclaim holds room in every cycle
+    # of its tree where it needs preemption and finds no candidates (Kueue's
+    # reserveCapacityForUnreclaimablePreempt, Scheduler._hold_room): that room is not in the usage.
+    held_trees |= {
+        id(cq.node.root()) for cq in state.cluster_queues.values()
+        if cq.queue.strict and cq.queue.blocker is not None and cq.spec.preemption.reclaim_within_cohort != "Any"
     }
     out = []
     for name, cq in sorted(state.cluster_queues.items()):
