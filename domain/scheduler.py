@@ -647,11 +647,14 @@ class Scheduler:
         short = self._short_of(cq, ws) if best is None else _short_of_best(ws, best)
         if short is None:
             return None
+        # Its status is what workloads of its class that arrive meanwhile are told: not what
+        # one cycle's competition said of it, but a flavor assignment's answer (which may name
+        # another reason: a quota cut since makes it ExceedsMaxQuota).
+        if last[1] in _CYCLE_MESSAGES:
+            return None
         policy = cq.spec.preemption
         if policy.within_cluster_queue != NEVER or policy.reclaim_within_cohort != NEVER:
-            # Its status is what workloads of its class that arrive meanwhile are told: not
-            # what one cycle's competition said of it, but a flavor assignment's answer.
-            if last[1] in _CYCLE_MESSAGES or not self._cannot_preempt(cq, ws):
+            if not self._cannot_preempt(cq, ws):
                 return None
         return short
 
