@@ -25,14 +25,19 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Hashable, Iterator
 from heapq import merge
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from sortedcontainers import SortedList
 
 from domain.shared_values import shared_status
 
-OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
-Status = tuple[str, str]  # (reason, message)
+# (-priority, queue time, log position, namespace/name) and (reason, message). Variable-length in
+# the annotations on purpose, as quota.FR: under mypyc a fixed-length tuple is a C struct, boxed
+# into a new tuple (and new ints) wherever it is stored, so a workload's queue would hold a copy
+# of the key its state holds, and every workload a copy of its class's shared status. Typed so,
+# they stay one object each: a pending workload's share of a deep backlog.
+OrderKey = tuple[int | str, ...]
+Status = tuple[str, ...]
 LQKey = tuple[str, str]  # (namespace, name)
 
 
@@ -116,7 +121,7 @@ class PendingQueue:
         it joins a parked class."""
         if self.strict:
             self.members.add(key)
-        wl = key[3]
+        wl = cast(str, key[3])
         cls = self.ids.get(equivalence)
         if cls is None:
             cls = self.ids[equivalence] = self.next_id
@@ -173,7 +178,7 @@ class PendingQueue:
     def remove(self, key: OrderKey) -> None:
         if key == self.blocker:
             self.blocker = None  # the next workload gets its turn
-        wl = key[3]
+        wl = cast(str, key[3])
         cls = self.class_of.pop(wl)
         if self.strict:
             self.members.remove(key)
@@ -215,7 +220,7 @@ class PendingQueue:
 
     # -- admission fair sharing ----------------------------------------------------------
     def _lq(self, key: OrderKey) -> LQKey:
-        return self.lq_of[self.class_of[key[3]]]
+        return self.lq_of[self.class_of[cast(str, key[3])]]
 
     def _fair_key(self, key: OrderKey) -> tuple[Any, OrderKey]:
         assert self.fair is not None
@@ -250,7 +255,7 @@ class PendingQueue:
         class_of = self.class_of
         for lq, listed in self.by_lq.items():
             for key in listed:
-                if class_of[key[3]] not in parked:
+                if class_of[cast(str, key[3])] not in parked:
                     candidate = (self.fair.rank(lq), key)
                     if best is None or candidate < best:
                         best = candidate
@@ -272,7 +277,7 @@ class PendingQueue:
         if self.fair is not None:
             return self._fair_strict_head()
         for key in self.members:
-            if self.class_of[key[3]] not in self.parked:
+            if self.class_of[cast(str, key[3])] not in self.parked:
                 return key  # type: ignore[no-any-return]
         return None
 
@@ -281,7 +286,7 @@ class PendingQueue:
         """This workload (a head) could not be admitted, and nothing will change that until
         `requeue_all` (or, for a class filed with `needs`, until `wake_released` offers that
         much). In StrictFIFO a parked head blocks the queue unless `blocks` is false."""
-        cls = self.class_of[key[3]]
+        cls = self.class_of[cast(str, key[3])]
         if self.strict and blocks:
             self.blocker = key
             return
@@ -340,7 +345,7 @@ class PendingQueue:
         filed by resource whose heads it may yield to as a preemption candidate (priority at
         most theirs, whatever the policy) wait for any change again, as before they were filed
         (`Scheduler._still_hopeless`)."""
-        for cls in [c for c in self.waiting_for if -self.classes[c].first()[0] >= priority]:
+        for cls in [c for c in self.waiting_for if -cast(int, self.classes[c].first()[0]) >= priority]:
             self._drop_filing(cls)
             self.generic[cls] = None
 

@@ -15,6 +15,7 @@ only once before it is released); parked heads only come back through `wake_tree
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from domain import reasons
 from domain.decisions import PodSetAssignment
@@ -108,7 +109,7 @@ def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
             if key is None:
                 del ready[name]
                 continue
-            ws = state.workloads[key[3]]
+            ws = state.workloads[cast(str, key[3])]
         out.append((cq, ws))
     if out and state.waiting_preemptors:
         _add_waiting_preemptors(state, out)
@@ -454,7 +455,7 @@ class Scheduler:
                 rule = _room_rule(cq, self.fair)
                 filings: list[tuple[int, Status, tuple[str, int] | None]] = []
                 for key, cls in queue.ready:
-                    ws = workloads[key[3]]
+                    ws = workloads[cast(str, key[3])]
                     spec = ws.spec
                     namespace = spec.namespace
                     chosen = selected.get(namespace)

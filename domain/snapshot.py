@@ -10,7 +10,7 @@ restore, never stored twice.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -138,7 +138,7 @@ def dump(engine: Engine) -> bytes:
                 list(ws.admission.checks.items()),
                 ws.admission.admitted,
             ),
-            ws.last_status,
+            cast("tuple[str, str] | None", ws.last_status),
             ws.parked_on,
             ws.evicted,
         )
@@ -150,8 +150,8 @@ def dump(engine: Engine) -> bytes:
         parked = []
         filed = []
         for cls, status in q.parked.items():
-            member = q.classes[cls].first()[3]
-            parked.append((member, status))
+            member = cast(str, q.classes[cls].first()[3])
+            parked.append((member, cast("tuple[str, str]", status)))
             needs = q.filing(cls)
             if needs is not None:
                 filed.append((member, needs[0], needs[1]))
