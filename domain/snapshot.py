@@ -21,6 +21,7 @@ from domain.engine import Engine
 from domain.lifecycle import equivalence_class
 from domain.objects import parse_object
 from domain.quota import fr_key
+from domain.shared_values import shared_status
 from domain.state import Admission, WorkloadState
 from domain.timers import PodsReadyState, Timers
 from domain.workload import WorkloadSpec
@@ -207,7 +208,7 @@ def load(data: bytes) -> Engine:
             w.spec, w.seq, w.queue_time, w.priority, (-w.priority, w.queue_time, w.seq, key)
         )
         ws.cluster_queue = w.cluster_queue
-        ws.last_status = w.last_status
+        ws.last_status = None if w.last_status is None else shared_status(w.last_status)
         ws.parked_on = w.parked_on
         ws.evicted = w.evicted
         state.workloads[key] = ws
@@ -231,7 +232,7 @@ def load(data: bytes) -> Engine:
                               admitted.admission.usage)
         needs = {member: (resource, amount) for member, resource, amount in q.filed}
         for member, status in q.parked:
-            cq.queue.restore_parked(cq.queue.class_of[member], status, needs.get(member))
+            cq.queue.restore_parked(cq.queue.class_id(member), status, needs.get(member))
         if q.blocked:
             cq.queue.restore_blocked()
         cq.sticky = q.sticky

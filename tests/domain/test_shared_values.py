@@ -61,7 +61,7 @@ def test_pending_workloads_decoded_apart_share_their_repeated_values(typed: bool
     # status its workloads hold.
     queue = engine.state.cluster_queues["cq"].queue
     for ws in workloads:
-        members = queue.classes[queue.class_of[ws.key]]
+        members = queue.classes[queue.class_id(ws.key)]
         assert any(key is ws.order_key for key in members)
         assert ws.order_key is ws.order_key
         assert queue.parked_status(ws.key) is ws.last_status
