@@ -398,7 +398,7 @@ class Scheduler:
                 rule = _room_rule(member, self.fair)
                 if rule is None:
                     continue
-                ws = state.workloads[blocker[3]]
+                ws = state.workloads[cast(str, blocker[3])]
                 last = ws.last_status
                 if last is None or last[0] != reasons.WAITING_FOR_QUOTA or not _holds_room(ws, rule):
                     continue
