@@ -3,6 +3,8 @@
     python -m bench.depth_sweep --quick                       # this tree alone, small streams
     python -m bench.depth_sweep --quick --base HEAD~3         # against another revision's domain/
     python -m bench.depth_sweep --base main --depths 8,80 --cqs 100
+    python -m bench.depth_sweep --base-dir ../copy-of-main --strategies "" --preemption-events 0
+        # the submit-all row only, against another checkout's domain/ as built there (compiled)
 
 Three kinds of stream, all generated here, deterministic for a seed:
 
@@ -51,7 +53,7 @@ from typing import Any
 
 import msgspec
 
-from bench.engine_ab import ROOT, load_engine_at
+from bench.engine_ab import ROOT, engine_form, load_engine_at, load_engine_from
 from domain.timestamps import format_time
 
 FLAVORS = ("on-demand", "spot")
@@ -449,7 +451,10 @@ def _setup_len(stream: Stream) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", help="git revision whose domain/ is compared with this checkout's")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--base", help="git revision whose domain/ is compared with this checkout's (from its sources)")
+    which.add_argument("--base-dir", help="a checkout whose domain/ is compared as it stands there "
+                                          "(compiled if built there: deploy/compile.py in a copy)")
     parser.add_argument("--quick", action="store_true", help="small streams: a smoke run in a few minutes")
     parser.add_argument("--depths", help="outstanding workloads per ClusterQueue (default 8,80)")
     parser.add_argument("--cohorts", type=int)
@@ -475,17 +480,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = Path(tmp)
         engines: dict[str, type] = {}
         trees: dict[str, str | None] = {}
-        if args.base:
+        where = ""
+        if args.base_dir:
+            base_dir = Path(args.base_dir).resolve()
+            engines["base"] = load_engine_from(base_dir)
+            trees["base"] = str(base_dir)
+            where = f"{base_dir}/domain"
+        elif args.base:
             base_dir = workdir / "base"
             engines["base"] = load_engine_at(args.base, base_dir)
             trees["base"] = str(base_dir)
-        from domain._engine_form import running_compiled
+            where = f"domain/ at {args.base}"
         from domain.engine import Engine
 
         engines["ours"] = Engine
         trees["ours"] = None
-        form = "compiled by mypyc" if running_compiled() else "from its sources"
-        print(f"ours: {ROOT}/domain, {form}" + (f"; base: domain/ at {args.base}, from its sources" if args.base else "")
+        print(f"ours: {ROOT}/domain, {engine_form(Engine)}"
+              + (f"; base: {where}, {engine_form(engines['base'])}" if where else "")
               + f"; {cohorts} cohorts x {args.per_cohort} CQs; {args.chunk} events per side, alternating", flush=True)
         rows: list[dict[str, Any]] = []
 

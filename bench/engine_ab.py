@@ -2,6 +2,7 @@
 
     python -m bench.engine_ab --base 817b77a                       # base, cq10, backlog10, agent
     python -m bench.engine_ab --base HEAD~1 --variants base --rounds 3
+    python -m bench.engine_ab --base-dir ../copy-of-main --variants base   # both compiled
 
 `--base REV`'s `domain/` is extracted (`git archive`) into a temporary directory and imported
 under other module names beside this checkout's `domain/`, so both engines live in one process.
@@ -11,7 +12,10 @@ alternating which goes first, and each side's `time.process_time` is summed. Loa
 processes then falls on both sides alike within a fraction of a second, where whole-run
 rounds on these machines move by ±30%. Every chunk's decisions must be byte-identical between
 the two (reported, not enforced: a benchmark never fails). Two engines are alive at once, so
-the absolute rates are below `bench.engine_bench`'s; the ratio is the result.
+the absolute rates are below `bench.engine_bench`'s; the ratio is the result. `--base-dir DIR`
+takes the base from a checkout's domain/ as it stands there instead (compiled if built there, so
+compiled engines compare with compiled ones: `git archive REV | tar -x -C DIR` and
+`python deploy/compile.py` in DIR).
 """
 
 from __future__ import annotations
@@ -40,24 +44,46 @@ def load_engine_at(rev: str, into: Path) -> type:
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "domain"], check=True, capture_output=True).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
+    return load_engine_from(into)
+
+
+def load_engine_from(tree: Path) -> type:
+    """The Engine class of the domain/ in `tree` as it stands there (compiled if `tree` holds a
+    current mypyc build: deploy/compile.py run in a copy of another revision), imported under
+    private module names."""
     ours = {k: v for k, v in sys.modules.items() if k == "domain" or k.startswith("domain.")}
     for k in ours:
         del sys.modules[k]
     # A source-only finder (QUOTAFLOW_PURE_PYTHON, or a stale build) is pinned to our domain/ and
-    # would shadow the extracted tree; the extracted tree has no extension modules to avoid anyway.
+    # would shadow the other tree's.
     pinned = [f for f in sys.meta_path if type(f).__name__ == "_SourceOnly"]
     for finder in pinned:
         sys.meta_path.remove(finder)
-    sys.path.insert(0, str(into))
+    sys.path.insert(0, str(tree))
     try:
         engine = importlib.import_module("domain.engine").Engine
+        compiled = not (getattr(sys.modules.get("domain.scheduler"), "__file__", None) or "").endswith(".py")
+        _FORMS[engine] = "compiled by mypyc" if compiled else "from its sources"
     finally:
-        sys.path.remove(str(into))
+        sys.path.remove(str(tree))
         sys.meta_path[:0] = pinned
         for k in [k for k in sys.modules if k == "domain" or k.startswith("domain.")]:
             sys.modules[f"_engine_ab_base.{k}"] = sys.modules.pop(k)
         sys.modules.update(ours)
     return engine  # type: ignore[no-any-return]
+
+
+def engine_form(engine: type) -> str:
+    """How an Engine class runs: "compiled by mypyc" or "from its sources"."""
+    form = _FORMS.get(engine)
+    if form is None:
+        from domain._engine_form import running_compiled
+
+        form = _FORMS[engine] = "compiled by mypyc" if running_compiled() else "from its sources"
+    return form
+
+
+_FORMS: dict[type, str] = {}
 
 
 def streams(workloads: int, names: Sequence[str]) -> dict[str, tuple[list[Any], list[bytes]]]:
@@ -109,7 +135,10 @@ def compare(base: type, ours: type, prelude: list[Any], stream: list[bytes], chu
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", required=True, help="git revision whose domain/ is the baseline")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--base", help="git revision whose domain/ is the baseline (run from its sources)")
+    which.add_argument("--base-dir", help="a checkout whose domain/ is the baseline as it stands there "
+                                          "(compiled if built there: deploy/compile.py in a copy)")
     parser.add_argument("--workloads", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--chunk", type=int, default=500, help="events per side before switching")
@@ -117,15 +146,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = [n for n in args.variants.split(",") if n]
     with tempfile.TemporaryDirectory(prefix="engine-ab-") as tmp:
-        base = load_engine_at(args.base, Path(tmp))
-        from domain._engine_form import running_compiled
+        # A --base revision runs from its sources: against a compiled checkout (`make`), the
+        # ratio includes the compilation (--base HEAD measures it alone); QUOTAFLOW_PURE_PYTHON=1
+        # compares the code only. A --base-dir runs as built there.
+        if args.base_dir:
+            base = load_engine_from(Path(args.base_dir).resolve())
+            where = f"{Path(args.base_dir).resolve()}/domain"
+        else:
+            base = load_engine_at(args.base, Path(tmp))
+            where = f"domain/ at {args.base}"
         from domain.engine import Engine as ours
 
-        # The base always runs from its sources: against a compiled checkout (`make`), the ratio
-        # includes the compilation (--base HEAD measures it alone); QUOTAFLOW_PURE_PYTHON=1
-        # compares the code only.
-        form = "compiled by mypyc" if running_compiled() else "from its sources"
-        print(f"base: domain/ at {args.base}, from its sources; ours: {ROOT}/domain, {form}; "
+        print(f"base: {where}, {engine_form(base)}; ours: {ROOT}/domain, {engine_form(ours)}; "
               f"{args.chunk} events per side, alternating")
         for name, (prelude, stream) in streams(args.workloads, names).items():
             ratios = []

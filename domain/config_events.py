@@ -11,7 +11,7 @@ workloads that wait differently). `apply_object` alone also restores a snapshot'
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from domain import local_queue_usage, reasons
 from domain.decisions import Applied
@@ -249,7 +249,7 @@ def refresh_activeness(state: State, out: Emitter, only: ClusterQueueState | Non
         else:
             message = reasons.MSG_CQ_INACTIVE.format(cq=cq.name)
             for order_key in list(cq.queue.keys()):
-                set_pending(state, out, state.workloads[order_key[3]], (reasons.SUSPENDED, message))
+                set_pending(state, out, state.workloads[cast(str, order_key[3])], (reasons.SUSPENDED, message))
 
 
 def configuration_changed(state: State, out: Emitter, new: Configuration) -> None:

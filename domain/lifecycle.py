@@ -7,6 +7,8 @@ decides what the decision log says about it.
 
 from __future__ import annotations
 
+from typing import cast
+
 from domain import local_queue_usage, reasons, requeue_backoff
 from domain.decisions import (
     Admitted,
@@ -79,7 +81,7 @@ def rebuild_queue(state: State, cq: ClusterQueueState, strict: bool) -> None:
     old = cq.queue
     cq.queue = new_queue(state, cq, strict)
     for order_key in list(old.keys()):
-        cq.queue.push(order_key, equivalence_class(state.workloads[order_key[3]], cq))
+        cq.queue.push(order_key, equivalence_class(state.workloads[cast(str, order_key[3])], cq))
     if cq.active and cq.queue.is_ready():
         state.ready[cq.name] = None
 
@@ -464,7 +466,7 @@ def drop_if_terminated(state: State, out: Emitter, cq: ClusterQueueState) -> Non
         return
     from domain.topology import remove_cluster_queue
 
-    waiting = [state.workloads[key[3]] for key in cq.queue.keys()]
+    waiting = [state.workloads[cast(str, key[3])] for key in cq.queue.keys()]
     remove_cluster_queue(state, cq)
     for ws in waiting:
         ws.queued = False

@@ -25,14 +25,19 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Hashable, Iterator
 from heapq import merge
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from sortedcontainers import SortedList
 
 from domain.shared_values import shared_status
 
-OrderKey = tuple[int, int, int, str]  # (-priority, queue time, log position, namespace/name)
-Status = tuple[str, str]  # (reason, message)
+# (-priority, queue time, log position, namespace/name) and (reason, message). Variable-length in
+# the annotations on purpose, as quota.FR: under mypyc a fixed-length tuple is a C struct, boxed
+# into a new tuple (and new ints) wherever it is stored, so a workload's queue would hold a copy
+# of the key its state holds, and every workload a copy of its class's shared status. Typed so,
+# they stay one object each: a pending workload's share of a deep backlog.
+OrderKey = tuple[int | str, ...]
+Status = tuple[str, ...]
 LQKey = tuple[str, str]  # (namespace, name)
 
 
@@ -62,7 +67,9 @@ class PendingQueue:
         # configuration changes and views do, so no submission or admission pays for it.
         self.members: Any = SortedList()
         self.classes: dict[int, Members] = {}  # class id -> its members
-        self.class_of: dict[str, int] = {}  # workload key -> class id
+        # workload key -> its class's members, which name the class id: the one object each
+        # class already has (under mypyc an int id stored per workload is a new int object)
+        self.class_of: dict[str, Members] = {}
         # class -> its id while it has members here (its Members name the class back); ids
         # are never reused.
         self.ids: dict[Hashable, int] = {}
@@ -116,19 +123,19 @@ class PendingQueue:
         it joins a parked class."""
         if self.strict:
             self.members.add(key)
-        wl = key[3]
+        wl = cast(str, key[3])
         cls = self.ids.get(equivalence)
         if cls is None:
             cls = self.ids[equivalence] = self.next_id
             self.next_id += 1
-            members = self.classes[cls] = Members(equivalence)
+            members = self.classes[cls] = Members(equivalence, cls)
             if self.fair is not None:
                 eq: tuple[Any, ...] = equivalence  # type: ignore[assignment]
                 lq_key = self.lq_of[cls] = (eq[0], eq[-1])
                 self.lq_classes[lq_key] = self.lq_classes.get(lq_key, 0) + 1
         else:
             members = self.classes[cls]
-        self.class_of[wl] = cls
+        self.class_of[wl] = members
         old_head = members.first() if members.items else None
         members.add(key)
         parked = self.parked.get(cls)
@@ -173,8 +180,9 @@ class PendingQueue:
     def remove(self, key: OrderKey) -> None:
         if key == self.blocker:
             self.blocker = None  # the next workload gets its turn
-        wl = key[3]
-        cls = self.class_of.pop(wl)
+        wl = cast(str, key[3])
+        members = self.class_of.pop(wl)
+        cls = members.cls
         if self.strict:
             self.members.remove(key)
             if self.fair is not None:
@@ -183,7 +191,6 @@ class PendingQueue:
                 listed.remove(key)
                 if not listed:
                     del self.by_lq[lq]
-        members = self.classes[cls]
         was_ready_head = not self.strict and members.first() == key and cls not in self.parked
         members.remove(key)
         if not members.items:
@@ -215,7 +222,7 @@ class PendingQueue:
 
     # -- admission fair sharing ----------------------------------------------------------
     def _lq(self, key: OrderKey) -> LQKey:
-        return self.lq_of[self.class_of[key[3]]]
+        return self.lq_of[self.class_of[cast(str, key[3])].cls]
 
     def _fair_key(self, key: OrderKey) -> tuple[Any, OrderKey]:
         assert self.fair is not None
@@ -250,7 +257,7 @@ class PendingQueue:
         class_of = self.class_of
         for lq, listed in self.by_lq.items():
             for key in listed:
-                if class_of[key[3]] not in parked:
+                if class_of[cast(str, key[3])].cls not in parked:
                     candidate = (self.fair.rank(lq), key)
                     if best is None or candidate < best:
                         best = candidate
@@ -272,7 +279,7 @@ class PendingQueue:
         if self.fair is not None:
             return self._fair_strict_head()
         for key in self.members:
-            if self.class_of[key[3]] not in self.parked:
+            if self.class_of[cast(str, key[3])].cls not in self.parked:
                 return key  # type: ignore[no-any-return]
         return None
 
@@ -281,15 +288,15 @@ class PendingQueue:
         """This workload (a head) could not be admitted, and nothing will change that until
         `requeue_all` (or, for a class filed with `needs`, until `wake_released` offers that
         much). In StrictFIFO a parked head blocks the queue unless `blocks` is false."""
-        cls = self.class_of[key[3]]
+        members = self.class_of[cast(str, key[3])]
+        cls = members.cls
         if self.strict and blocks:
             self.blocker = key
             return
         if cls in self.parked:
             return
         if not self.strict:
-            head = self.classes[cls].first()
-            _remove(self.ready, (head, cls))
+            _remove(self.ready, (members.first(), cls))
         self._set_parked(cls, status, needs)
 
     def _set_parked(self, cls: int, status: Status, needs: tuple[str, int] | None) -> None:
@@ -340,7 +347,7 @@ class PendingQueue:
         filed by resource whose heads it may yield to as a preemption candidate (priority at
         most theirs, whatever the policy) wait for any change again, as before they were filed
         (`Scheduler._still_hopeless`)."""
-        for cls in [c for c in self.waiting_for if -self.classes[c].first()[0] >= priority]:
+        for cls in [c for c in self.waiting_for if -cast(int, self.classes[c].first()[0]) >= priority]:
             self._drop_filing(cls)
             self.generic[cls] = None
 
@@ -411,8 +418,8 @@ class PendingQueue:
         return woke
 
     def is_parked(self, wl_key: str) -> bool:
-        cls = self.class_of.get(wl_key)
-        return cls is not None and cls in self.parked
+        members = self.class_of.get(wl_key)
+        return members is not None and members.cls in self.parked
 
     def requeue_all(self) -> bool:
         """Something that could change the answer happened; returns whether anything woke up."""
@@ -451,11 +458,15 @@ class PendingQueue:
     def is_ready(self) -> bool:
         return self.head() is not None
 
+    def class_id(self, wl_key: str) -> int:
+        """The id of the class a pending workload belongs to here."""
+        return self.class_of[wl_key].cls
+
     def parked_status(self, wl_key: str) -> Status | None:
-        cls = self.class_of.get(wl_key)
-        if cls is None:
+        members = self.class_of.get(wl_key)
+        if members is None:
             return None
-        return self.parked.get(cls)
+        return self.parked.get(members.cls)
 
 
 _insort = insort
@@ -467,12 +478,13 @@ class Members:
     shifts the list (a SortedList costs Python-level calls on every read of its head); the
     dead front is dropped once it is most of the list."""
 
-    __slots__ = ("items", "start", "equivalence")
+    __slots__ = ("items", "start", "equivalence", "cls")
 
-    def __init__(self, equivalence: Hashable = None) -> None:
+    def __init__(self, equivalence: Hashable = None, cls: int = -1) -> None:
         self.items: list[OrderKey] = []
         self.start = 0
         self.equivalence = equivalence  # the class these are the members of
+        self.cls = cls  # its id in its queue
 
     def __len__(self) -> int:
         return len(self.items) - self.start

@@ -15,6 +15,7 @@ only once before it is released); parked heads only come back through `wake_tree
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from domain import reasons
 from domain.decisions import PodSetAssignment
@@ -110,7 +111,7 @@ def heads(state: State) -> list[tuple[ClusterQueueState, WorkloadState]]:
             if key is None:
                 del ready[name]
                 continue
-            ws = state.workloads[key[3]]
+            ws = state.workloads[cast(str, key[3])]
         out.append((cq, ws))
     if out and state.waiting_preemptors:
         _add_waiting_preemptors(state, out)
@@ -417,7 +418,7 @@ class Scheduler:
                 rule = _room_rule(member, self.fair)
                 if rule is None:
                     continue
-                ws = state.workloads[blocker[3]]
+                ws = state.workloads[cast(str, blocker[3])]
                 last = ws.last_status
                 if last is None or last[0] != reasons.WAITING_FOR_QUOTA or not _holds_room(ws, rule):
                     continue
@@ -474,7 +475,7 @@ class Scheduler:
                 rule = _room_rule(cq, self.fair)
                 filings: list[tuple[int, Status, tuple[str, int] | None]] = []
                 for key, cls in queue.ready:
-                    ws = workloads[key[3]]
+                    ws = workloads[cast(str, key[3])]
                     spec = ws.spec
                     namespace = spec.namespace
                     chosen = selected.get(namespace)

@@ -15,9 +15,12 @@ import sys
 _intern = sys.intern
 
 _LIMIT = 1 << 16
+# Variable-length tuple annotations throughout, as quota.FR: under mypyc a fixed-length tuple is
+# a C struct, boxed into a new tuple wherever it is returned or stored, which would undo the
+# sharing (and an int is unboxed the same way: -priority is kept inside a tuple).
 _LABELS: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
-_STATUSES: dict[tuple[str, str], tuple[str, str]] = {}
-_ORDER_PRIORITIES: dict[int, int] = {}
+_STATUSES: dict[tuple[str, ...], tuple[str, ...]] = {}
+_ORDER_PRIORITIES: dict[int, tuple[int, ...]] = {}
 
 
 def shared_name(value: str) -> str:
@@ -37,7 +40,7 @@ def shared_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
     return found
 
 
-def shared_status(status: tuple[str, str]) -> tuple[str, str]:
+def shared_status(status: tuple[str, ...]) -> tuple[str, ...]:
     """A (reason, message) a workload waits with: pending workloads of a shape read the same."""
     found = _STATUSES.get(status)
     if found is None:
@@ -47,12 +50,12 @@ def shared_status(status: tuple[str, str]) -> tuple[str, str]:
     return found
 
 
-def shared_order_priority(priority: int) -> int:
-    """-priority, the first item of a workload's queue order key: a cluster has few priorities,
-    and an int beyond CPython's small ones is an object per workload."""
-    found = _ORDER_PRIORITIES.get(priority)
-    if found is None:
+def order_key(priority: int, queue_time: int, seq: int, key: str) -> tuple[int | str, ...]:
+    """A workload's queue order key (queues.OrderKey) with its -priority shared: a cluster has
+    few priorities, and an int beyond CPython's small ones is an object per workload."""
+    prefix = _ORDER_PRIORITIES.get(priority)
+    if prefix is None:
         if len(_ORDER_PRIORITIES) >= _LIMIT:
             _ORDER_PRIORITIES.clear()
-        found = _ORDER_PRIORITIES[priority] = -priority
-    return found
+        prefix = _ORDER_PRIORITIES[priority] = (-priority,)
+    return prefix + (queue_time, seq, key)

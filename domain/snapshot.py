@@ -10,7 +10,7 @@ restore, never stored twice.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -21,6 +21,7 @@ from domain.engine import Engine
 from domain.lifecycle import equivalence_class
 from domain.objects import parse_object
 from domain.quota import fr_key
+from domain.shared_values import shared_status
 from domain.state import Admission, WorkloadState
 from domain.timers import PodsReadyState, Timers
 from domain.workload import WorkloadSpec
@@ -142,7 +143,7 @@ def dump(engine: Engine) -> bytes:
                 list(ws.admission.checks.items()),
                 ws.admission.admitted,
             ),
-            ws.last_status,
+            cast("tuple[str, str] | None", ws.last_status),
             ws.parked_on,
             ws.evicted,
         )
@@ -154,8 +155,8 @@ def dump(engine: Engine) -> bytes:
         parked = []
         filed = []
         for cls, status in q.parked.items():
-            member = q.classes[cls].first()[3]
-            parked.append((member, status))
+            member = cast(str, q.classes[cls].first()[3])
+            parked.append((member, cast("tuple[str, str]", status)))
             needs = q.filing(cls)
             if needs is not None:
                 filed.append((member, needs[0], needs[1]))
@@ -211,7 +212,7 @@ def load(data: bytes) -> Engine:
             w.spec, w.seq, w.queue_time, w.priority, (-w.priority, w.queue_time, w.seq, key)
         )
         ws.cluster_queue = w.cluster_queue
-        ws.last_status = w.last_status
+        ws.last_status = None if w.last_status is None else shared_status(w.last_status)
         ws.parked_on = w.parked_on
         ws.evicted = w.evicted
         state.workloads[key] = ws
@@ -235,7 +236,7 @@ def load(data: bytes) -> Engine:
                               admitted.admission.usage)
         needs = {member: (resource, amount) for member, resource, amount in q.filed}
         for member, status in q.parked:
-            cq.queue.restore_parked(cq.queue.class_of[member], status, needs.get(member))
+            cq.queue.restore_parked(cq.queue.class_id(member), status, needs.get(member))
         if q.blocked:
             cq.queue.restore_blocked()
         cq.sticky = q.sticky

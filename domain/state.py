@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from domain.admission_fair_sharing import UsageLedger
 from domain.candidate_index import CandidateIndex
@@ -75,7 +75,7 @@ class WorkloadState:
 
     @property
     def key(self) -> str:
-        return self.order_key[3]  # spec.key, already built: the order key ends with it
+        return cast(str, self.order_key[3])  # spec.key, already built: the order key ends with it
 
     @property
     def uid(self) -> str:

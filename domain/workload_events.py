@@ -33,7 +33,7 @@ from domain.objects import checked
 from domain.priority import defaulted
 from domain.priority import priority_of as _priority_of
 from domain.retransform import apply_to_spec, as_written
-from domain.shared_values import shared_order_priority
+from domain.shared_values import order_key
 from domain.state import State, WorkloadState
 from domain.workload import WorkloadSpec, workload_ref
 
@@ -53,7 +53,7 @@ def submit(
     queue_time = spec.creation_time
     if queue_time is None:
         queue_time = event_time if event_time is not None else state.clock
-    ws = WorkloadState(spec, seq, queue_time, priority, (shared_order_priority(priority), queue_time, seq, key))
+    ws = WorkloadState(spec, seq, queue_time, priority, order_key(priority, queue_time, seq, key))
     state.workloads[key] = ws
     state.by_local_queue.setdefault((spec.namespace, spec.queue_name), {})[key] = None
     if spec.priority_class is not None:

@@ -3,7 +3,10 @@ this checkout's modules are left in place, and the side-by-side fold compares de
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import tarfile
+from io import BytesIO
 from pathlib import Path
 
 import domain.engine
@@ -30,3 +33,17 @@ def test_base_engine_comes_from_the_extracted_tree_and_ours_stay(tmp_path: Path)
             return super().apply(event, offset)[:-1]
 
     assert not engine_ab.compare(base, Skewed, v.prelude, v.stream, chunk=25)[2]
+
+
+def test_a_base_dir_is_imported_as_it_stands_there(tmp_path: Path) -> None:
+    """--base-dir: another checkout's domain/ (here sources only, so run from its sources)."""
+    archive = subprocess.run(["git", "-C", str(engine_ab.ROOT), "archive", "HEAD", "domain"],
+                             check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(tmp_path, filter="data")
+    ours = domain.engine.Engine
+    base = engine_ab.load_engine_from(tmp_path)
+    assert base is not ours
+    assert Path(base.apply.__code__.co_filename).is_relative_to(tmp_path)
+    assert engine_ab.engine_form(base) == "from its sources"
+    assert sys.modules["domain.engine"] is domain.engine

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from domain._engine_form import running_compiled
 from domain.engine import Engine
 from domain.lifecycle import equivalence_class
 
@@ -52,15 +51,17 @@ def test_pending_workloads_decoded_apart_share_their_repeated_values(typed: bool
         assert ws.spec.namespace is first.spec.namespace
         assert ws.spec.queue_name is first.spec.queue_name
         assert ws.spec.labels is first.spec.labels
-        # -100, beyond CPython's small ints: one object from the sources; the compiled engine
-        # keeps a fixed-length tuple unboxed and boxes its ints again on every read
-        if running_compiled():
-            assert ws.order_key[0] == first.order_key[0]
-        else:
-            assert ws.order_key[0] is first.order_key[0]
-        if running_compiled():
-            assert ws.last_status == first.last_status
-        else:
-            assert ws.last_status is first.last_status
+        # -100, beyond CPython's small ints: one object, in both engine forms (the compiled
+        # engine keeps these tuples typed variable-length, so it does not box them again)
+        assert ws.order_key[0] is first.order_key[0]
+        assert ws.last_status is first.last_status
         if typed:  # the typed path decodes equal pod sets once
             assert equivalence_class(ws)[2] is equivalence_class(first)[2]
+    # A workload's queue holds the order key its state holds, not a copy; its parked class the
+    # status its workloads hold.
+    queue = engine.state.cluster_queues["cq"].queue
+    for ws in workloads:
+        members = queue.classes[queue.class_id(ws.key)]
+        assert any(key is ws.order_key for key in members)
+        assert ws.order_key is ws.order_key
+        assert queue.parked_status(ws.key) is ws.last_status
