@@ -31,8 +31,9 @@ Columns: events/s CPU of each tree, each row's rate relative to its strategy and
 shallowest depth (the issue's goal: ≥ 0.8 at 10× the depth), the speed-up (base CPU / ours),
 and memory: peak RSS over an empty engine's (after the stream's bytes are built), divided by
 the workloads pending at the end of the untimed fill, measured in a child process per tree.
-`searches/event`: preemption searches per timed event (`targets()` calls, less those that the
-shortfall bound answers before reading a candidate: domain/preemption/shortfall.py), counted in
+`searches/event`: preemption searches made per timed event (`_targets()` runs where the engine
+keeps answers apart, else `targets()` calls; less those that the shortfall bound answers before
+reading a candidate: domain/preemption/shortfall.py), counted in
 an extra, untimed pass (interpreted engines only; "-" where the engine is compiled).
 """
 
@@ -337,8 +338,9 @@ def compare(engines: dict[str, type], stream: Stream, chunk: int) -> tuple[dict[
 
 
 def searches(engine_cls: type, stream: Stream) -> int | None:
-    """Preemption searches over the timed stream (targets() calls less those the shortfall bound
-    answers, where the tree has it), or None if not countable."""
+    """Preemption searches made over the timed stream (searches run, not answers kept and given
+    again, less those the shortfall bound answers, where the tree has it), or None if not
+    countable."""
     # The engine's own modules: a base tree's are kept under a prefix (engine_ab.load_engine_at)
     # while their __name__ still reads "domain.engine".
     name = next(k for k, m in list(sys.modules.items())
@@ -367,7 +369,10 @@ def searches(engine_cls: type, stream: Stream) -> int | None:
             cls = getattr(mod, clsname, None) if mod is not None else None
             if cls is None or not hasattr(cls, "__dict__") or "targets" not in cls.__dict__:
                 return None
-            original = cls.__dict__["targets"]
+            # The search itself where the tree has one apart from the answers it keeps
+            # (`_targets`): an answer given again is no search.
+            method = "_targets" if "_targets" in cls.__dict__ else "targets"
+            original = cls.__dict__[method]
             if not hasattr(original, "__code__"):
                 return None  # compiled
 
@@ -376,10 +381,10 @@ def searches(engine_cls: type, stream: Stream) -> int | None:
                 return _o(self, *a, **k)
 
             try:
-                cls.targets = wrapper
+                setattr(cls, method, wrapper)
             except TypeError:
                 return None
-            patched.append((cls, "targets", original))
+            patched.append((cls, method, original))
         engine = engine_cls()
         for offset, event in enumerate(stream.prelude):
             engine.apply(event, offset)

@@ -177,6 +177,14 @@ class Scheduler:
         # Roots (by id) of the trees `_settle_quiet_trees` found a head that may fit in, until
         # their next entry: scanning them again before that would find the same.
         self._unquiet: dict[int, None] = {}
+        # Classical entries of this pass, kept (`_kept_assign`): per (head, its queue, fit_only,
+        # the temporary usage in place), the tree's epoch they were made in and their answer.
+        self._entries: dict[tuple[object, ...], tuple[int, Assignment, tuple[Target, ...]]] | None = (
+            {} if KEEP_ENTRIES and not self.fair else None
+        )
+        # Per cohort tree (by the id of its root): how many admissions and evictions the pass
+        # made in it (`_tree_changed`).
+        self._epochs: dict[int, int] = {}
 
     def schedule(self, out: Emitter) -> None:
         self._unquiet = {}
@@ -244,6 +252,35 @@ class Scheduler:
         entry = self._cycles(cq, ws, assigner, search, resume)
         if resume is not None and ws.resume_flavors is None:
             ws.resume_flavors = (self.state.offset, None)
+        return entry
+
+    def _kept_assign(self, cq: ClusterQueueState, ws: WorkloadState, fit_only: bool,
+                     moved: tuple[object, ...]) -> Entry:
+        """`assign`, or (classical) the entry it gave for this head earlier in this pass.
+
+        Speed-up, exact: `assign` reads only the head (its spec, priority and kept flavor scan),
+        its ClusterQueue, the configuration, the input offset, and the usage and workloads of
+        its cohort tree; within a pass only the first three can differ, and only through the
+        scan kept (`resume_flavors`): an entry is kept only when the head had none before and
+        after. The tree's usage and workloads are as its admissions and evictions of the pass
+        left them (its epoch, `_tree_changed`) plus the usage the caller moved for the while
+        (`moved`: the cycle's reserved room and its victims' usage, named by value), so equal
+        epochs and equal `moved` read equal quota. The searches' one side effect, deferring
+        the ClusterQueue, was made when the entry was, and lasts for the pass. A preemptor
+        waiting for victims it already evicted (OnRelease) is nominated in every cycle of its
+        tree, and asked again when a preemptor before it in the cycle took the same victims
+        (`_overlapping`), while most cycles after a release only park woken heads."""
+        kept = self._entries
+        if kept is None or ws.resume_flavors is not None:
+            return self.assign(cq, ws, fit_only)
+        key = (ws.key, id(cq), fit_only, moved)
+        epoch = self._epochs.get(id(cq.node.root()), 0)
+        found = kept.get(key)
+        if found is not None and found[0] == epoch:
+            return Entry(cq, ws, found[1], list(found[2]))
+        entry = self.assign(cq, ws, fit_only)
+        if ws.resume_flavors is None:
+            kept[key] = (epoch, entry.assignment, tuple(entry.targets))
         return entry
 
     def _cycles(self, cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
@@ -363,7 +400,7 @@ class Scheduler:
                     cq.queue.park(ws.order_key, ws.last_status, needs=needs)
                     hopeless.append(cq)
                     continue
-                entries.append(self.assign(cq, ws))
+                entries.append(self._kept_assign(cq, ws, False, ()))
                 busy[id(cq.node.root())] = None
                 entered[id(cq.node.root())] = None
             if entered:
@@ -618,7 +655,10 @@ class Scheduler:
 
     def _tree_changed(self, cq: ClusterQueueState) -> None:
         """A workload was admitted, evicted or released in cq's cohort tree (victims are in
-        their preemptor's tree): the classical searches kept for its heads are stale."""
+        their preemptor's tree): the classical searches and entries kept for its heads are
+        stale."""
+        root = id(cq.node.root())
+        self._epochs[root] = self._epochs.get(root, 0) + 1
         preemptor = self.preemptor
         if isinstance(preemptor, ClassicalPreemptor):
             preemptor.tree_changed(cq.node)
@@ -790,10 +830,18 @@ class Scheduler:
         # assign reads only the quota tree of the entry's root and that tree's workloads: the
         # victims in other trees cannot change its answer and stay where they are (`gone`
         # holds this tree's victims of the cycle, in the order they were chosen).
+        moved: tuple[object, ...] = ()
+        if self._entries is not None:
+            root = cq.node.root()
+            moved = (
+                tuple((id(holder.node), tuple(hold.items())) for holder, hold in reserved
+                      if holder.node.root() is root),
+                tuple((id(node), tuple(usage.items())) for node, usage in gone),
+            )
         for node, usage in gone:
             node.add_usages(usage, -1)
         try:
-            again = self.assign(cq, ws, fit_only=self._fit_decides(cq, ws))
+            again = self._kept_assign(cq, ws, self._fit_decides(cq, ws), moved)
         finally:
             for node, usage in gone:
                 node.add_usages(usage)
@@ -818,6 +866,10 @@ class Scheduler:
             (reasons.WAITING_FOR_QUOTA, again.assignment.message()),
         )
 
+
+# Keep a classical entry for the rest of its scheduling pass (Scheduler._kept_assign): the same
+# decisions, checked against assigning every time by tests/domain/test_search_shortcuts.py.
+KEEP_ENTRIES = True
 
 # Park the heads of a quiet tree in one pass (Scheduler._settle_quiet_trees): the same
 # decisions, checked against parking them one cycle at a time by tests/domain/test_fast_paths.py.

@@ -93,8 +93,8 @@ class ClassicalPreemptor:
         # Flat cohorts' shared reading, by (root, flavor-resources), while the caller
         # guarantees that no usage and no workload changes (`share_while_unchanged`).
         self._cohorts: dict[tuple[int, tuple[FR, ...]], SharedCohort | None] | None = None
-        # Answers of searches made while nominating, by (preemptor, its queue, requests,
-        # flavor-resources), and per cohort tree (by the id of its root) how many times the pass
+        # Answers of searches made while nominating, by (what the search reads of the
+        # preemptor, its queue, requests, flavor-resources), and per cohort tree (by the id of its root) how many times the pass
         # admitted or evicted in it since it began (`tree_changed`).
         self._kept: dict[tuple[object, ...], Kept] | None = {} if KEEP_ANSWERS else None
         self._epochs: dict[int, int] = {}
@@ -176,11 +176,19 @@ class ClassicalPreemptor:
         the next one nominates. The search's one side effect, deferring the ClusterQueue, was
         made the first time and lasts for the whole pass. A waiting preemptor is nominated in
         every cycle of its tree (Kueue's head of its queue), and most cycles after a release
-        only park woken heads: its searches are asked again on the same tree."""
+        only park woken heads: its searches are asked again on the same tree.
+
+        Of the preemptor a search reads only its priority, and its queue time where a policy is
+        LowerOrNewerEqual (`satisfies_policy`, `max_candidate_priority`, `classify`, the
+        shortfall bound; no search singles the preemptor out among the candidates): an answer
+        is kept under those, so the heads of one queue that a release woke, one per cycle,
+        share the searches they ask alike."""
         kept = self._kept
         if kept is None or self._cohorts is None:
             return self._targets(cq, ws, requests, frs)
-        key = (ws.key, id(cq), tuple(requests.items()), tuple(frs))
+        policy = cq.spec.preemption
+        reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
+        key = (ws.priority, ws.queue_time if reads_time else None, id(cq), tuple(requests.items()), tuple(frs))
         epoch = self._epochs.get(id(cq.node.root()), 0)
         found = kept.get(key)
         if found is not None and found[0] == epoch:

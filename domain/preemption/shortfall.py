@@ -41,11 +41,18 @@ _NONE = -(1 << 63)  # a priority bound nothing is at or below
 def cannot_fit(state: State, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int]) -> bool:
     """True when no classical search for these requests can find targets (module docstring);
     False when one might."""
-    spec = cq.spec.preemption
     node = cq.node
+    usage, subtree = node.usage, node.subtree
+    for fr, value in requests.items():
+        if usage.get(fr, 0) + value > subtree.get(fr, 0):
+            break
+    else:
+        # It does not borrow even with no candidate taken (so neither with its own taken,
+        # below): an attempt without borrowing may fit. The common answer, read first.
+        return False
+    spec = cq.spec.preemption
     own_bound = _NONE if spec.within_cluster_queue == NEVER else _bound(spec.within_cluster_queue, ws)
     index = cq.candidates
-    usage, subtree = node.usage, node.subtree
     short: dict[FR, int] = {}  # what the own queue's candidates leave missing, per flavor-resource
     unborrowed = True
     for fr, value in requests.items():

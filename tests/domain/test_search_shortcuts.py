@@ -1,12 +1,15 @@
-"""Two shortcuts of classical preemption searches change no decision: the shortfall bound
+"""Three shortcuts of classical preemption searches change no decision: the shortfall bound
 (domain/preemption/shortfall.py: no search where even every workload the preemptor could take
-would leave it short) and the answers kept across one scheduling pass's nominations
+would leave it short), the answers kept across one scheduling pass's nominations
 (`ClassicalPreemptor.targets`: a search asked again on a cohort tree nothing was admitted to or
-evicted from since gets the same answer).
+evicted from since gets the same answer), and the entries kept across one pass
+(`Scheduler._kept_assign`: a head's flavor assignment and targets, asked again on the same tree
+with the same room moved for the while, are given again).
 
-Each stream is folded twice, once as the engine runs and once with both switched off
-(`classical.cannot_fit` answering "might fit" always, `classical.KEEP_ANSWERS` false, so every
-search is made), and every decision is compared byte for byte. While the bound is on, each time it
+Each stream is folded twice, once as the engine runs and once with all three switched off
+(`classical.cannot_fit` answering "might fit" always, `classical.KEEP_ANSWERS` and
+`scheduler.KEEP_ENTRIES` false, so every search and every assignment is made), and every
+decision is compared byte for byte. While the bound is on, each time it
 answers "cannot fit" the search it replaces is also made, and must find nothing and defer the
 ClusterQueue alike. The streams: flat cohorts with random preemption policies (borrowWithinCohort
 among them), in Batches too; three- and four-level cohort trees under Classical preemption and
@@ -27,6 +30,7 @@ import test_hierarchy_properties as hp
 from event_streams import batched, mixed_stream
 from hypothesis import HealthCheck, given, settings
 
+from domain import scheduler
 from domain.engine import Engine
 from domain.preemption import classical, shortfall
 
@@ -43,7 +47,9 @@ def _never(*_: Any) -> bool:
     return False
 
 
-Seen = dict[object, int]  # bound answers (True, False), "asked" targets() calls, "searched" searches
+# Bound answers (True, False), "asked" targets() calls, "searched" searches, "reused" entries
+# given again (`Scheduler._kept_assign` without an `assign`).
+Seen = dict[object, int]
 
 
 @contextmanager
@@ -83,8 +89,26 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
             assert (cq.name in deferred) == was, f"{ws.key}: deferred {was} by the bound, not by the search"
         return found
 
+    assign = scheduler.Scheduler.assign
+    kept_assign = scheduler.Scheduler._kept_assign
+    assigned: list[int] = [0]
+
+    def assigning(self: Any, *a: Any) -> Any:
+        assigned[0] += 1
+        return assign(self, *a)
+
+    def reusing(self: Any, *a: Any) -> Any:
+        before = assigned[0]
+        entry = kept_assign(self, *a)
+        if assigned[0] == before:
+            seen["reused"] = seen.get("reused", 0) + 1
+        return entry
+
+    setattr(scheduler.Scheduler, "assign", assigning)
+    setattr(scheduler.Scheduler, "_kept_assign", reusing)
     setattr(classical, "cannot_fit", counted if on else _never)
     setattr(classical, "KEEP_ANSWERS", on)
+    setattr(scheduler, "KEEP_ENTRIES", on)
     setattr(classical.ClassicalPreemptor, "targets", checked)
     setattr(classical.ClassicalPreemptor, "_targets", searched)
     try:
@@ -92,8 +116,11 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
     finally:
         setattr(classical, "cannot_fit", bounded)
         setattr(classical, "KEEP_ANSWERS", True)
+        setattr(scheduler, "KEEP_ENTRIES", True)
         setattr(classical.ClassicalPreemptor, "targets", original)
         setattr(classical.ClassicalPreemptor, "_targets", search)
+        setattr(scheduler.Scheduler, "assign", assign)
+        setattr(scheduler.Scheduler, "_kept_assign", kept_assign)
 
 
 def decide(stream: list[Any]) -> list[bytes]:
@@ -111,12 +138,14 @@ def both_ways(stream: list[Any]) -> Seen:
     with shortcuts(False, off):
         assert decide(stream) == fast
     assert off["asked"] == off["searched"]  # switched off: every search is made
+    assert not off.get("reused")  # and every assignment
     return seen
 
 
 def taken(seen: Seen, kept: bool = True) -> bool:
-    """The bound answered both ways, and (`kept`) some answer was given again."""
-    return seen[True] > 20 and seen[False] > 20 and (not kept or seen["asked"] > seen["searched"])
+    """The bound answered both ways, and (`kept`) some answer and some entry were given again."""
+    return seen[True] > 20 and seen[False] > 20 and (
+        not kept or (seen["asked"] > seen["searched"] and seen.get("reused", 0) > 20))
 
 
 @pytest.mark.parametrize("seed", range(8))
