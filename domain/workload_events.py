@@ -135,8 +135,18 @@ def _unevaluated(state: State, ws: WorkloadState, out: Emitter) -> None:
 
 
 def _forget(state: State, ws: WorkloadState, out: Emitter, wakes: DeferredWakes | None) -> None:
+    # A workload that waits in a ClusterQueue's queue and finishes or is deleted retries the
+    # inadmissible workloads of that queue's cohort tree, as Kueue's workload controller does
+    # for a finished workload and for a deleted one (pkg/controller/core/workload_controller.go
+    # Update and Delete -> QueueAssociatedInadmissibleWorkloadsAfter, pkg/cache/queue/manager.go,
+    # which notifies the root cohort of the workload's LocalQueue's ClusterQueue): an answer
+    # that changed since the heads were parked (an admission in the tree gave them preemption
+    # candidates) is found then, not at the next release.
+    waited_in = state.cluster_queues.get(ws.cluster_queue) if ws.queued and ws.cluster_queue is not None else None
     unroute(state, ws)
     cq = release(state, ws, wakes)
+    if waited_in is not None and ws.admission is None:
+        wake_tree(state, waited_in)
     del state.workloads[ws.key]
     spec = ws.spec
     members = state.by_local_queue.get((spec.namespace, spec.queue_name))
