@@ -271,7 +271,7 @@ class Scheduler:
         tree, and asked again when a preemptor before it in the cycle took the same victims
         (`_overlapping`), while most cycles after a release only park woken heads."""
         kept = self._entries
-        if kept is None or ws.resume_flavors is not None:
+        if kept is None or _scan_kept(ws):
             return self.assign(cq, ws, fit_only)
         key = (ws.key, id(cq), fit_only, moved)
         epoch = self._epochs.get(id(cq.node.root()), 0)
@@ -279,7 +279,7 @@ class Scheduler:
         if found is not None and found[0] == epoch:
             return Entry(cq, ws, found[1], list(found[2]))
         entry = self.assign(cq, ws, fit_only)
-        if ws.resume_flavors is None:
+        if not _scan_kept(ws):
             kept[key] = (epoch, entry.assignment, tuple(entry.targets))
         return entry
 
@@ -885,6 +885,14 @@ _MAX_RESUMES = 64
 def _works(entry: Entry) -> bool:
     """The attempt fits, or found preemption targets (Kueue takes it as the cycle's assignment)."""
     return entry.assignment.mode == MODE_FIT or bool(entry.targets)
+
+
+def _scan_kept(ws: WorkloadState) -> bool:
+    """Whether ws keeps a flavor scan to resume. A function, not an inline test: mypy narrows
+    `ws.resume_flavors` after an inline `is None` test and keeps it narrowed across the
+    `assign` call that sets it, and the compiled engine checks the narrowed type on the next
+    read (a TypeError there)."""
+    return ws.resume_flavors is not None
 
 
 def _severity(entry: Entry) -> int:
