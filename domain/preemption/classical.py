@@ -94,8 +94,9 @@ class ClassicalPreemptor:
         # guarantees that no usage and no workload changes (`share_while_unchanged`).
         self._cohorts: dict[tuple[int, tuple[FR, ...]], SharedCohort | None] | None = None
         # Answers of searches made while nominating, by (what the search reads of the
-        # preemptor, its queue, requests, flavor-resources), and per cohort tree (by the id of its root) how many times the pass
-        # admitted or evicted in it since it began (`tree_changed`).
+        # preemptor, its queue, requests, flavor-resources), and per cohort tree (by the id of
+        # its root) how many times the pass admitted or evicted in it since it began
+        # (`tree_changed`).
         self._kept: dict[tuple[object, ...], Kept] | None = {} if KEEP_ANSWERS else None
         self._epochs: dict[int, int] = {}
         # Per cohort tree (by the id of its root): whether some queue of it holds a workload
