@@ -185,6 +185,9 @@ class Scheduler:
         # Per cohort tree (by the id of its root): how many admissions and evictions the pass
         # made in it (`_tree_changed`).
         self._epochs: dict[int, int] = {}
+        # `_room_rule` of each ClusterQueue, by name: it reads only its configuration, which a
+        # pass does not change.
+        self._rules: dict[str, dict[str, int] | None] = {}
 
     def schedule(self, out: Emitter) -> None:
         self._unquiet = {}
@@ -210,8 +213,7 @@ class Scheduler:
         )
 
         def oracle(fr: FR, value: int) -> tuple[int, int]:
-            if search is None:
-                return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
+            assert search is not None
             targets = search({fr: value}, [fr])
             if not targets:
                 return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
@@ -227,7 +229,8 @@ class Scheduler:
             cq.node,
             cq.groups,
             self.state.flavors,
-            oracle,
+            # None: no preemption (the assigner answers NO_CANDIDATES at the borrowing level).
+            oracle if search is not None else None,
             can_preempt_while_borrowing=spec.preemption.borrow_within_cohort != NEVER
             or (self.fair and spec.preemption.reclaim_within_cohort != NEVER),
             quotas=cq.quotas,
@@ -392,7 +395,7 @@ class Scheduler:
                     continue
                 needs = self._still_hopeless(cq, ws)
                 if needs is not None:
-                    rule = _room_rule(cq, self.fair)
+                    rule = self._rule_of(cq)
                     if rule is not None and _holds_room(ws, rule):
                         holding.append((cq, ws))
                         continue
@@ -421,9 +424,17 @@ class Scheduler:
         finally:
             if classical is not None:
                 classical.stop_sharing()
-        if hopeless and SETTLE_QUIET_TREES:
+        if SETTLE_QUIET_TREES and (hopeless or busy):  # busy: its trees are scanned again once quiet
             self._settle_quiet_trees(hopeless, busy)
         return entries
+
+    def _rule_of(self, cq: ClusterQueueState) -> dict[str, int] | None:
+        rules = self._rules
+        name = cq.name
+        if name in rules:
+            return rules[name]
+        rule = rules[name] = _room_rule(cq, self.fair)
+        return rule
 
     def _hold_room(self, entries: list[Entry], batch: list[tuple[ClusterQueueState, WorkloadState]],
                    entered: dict[int, None]) -> None:
@@ -452,7 +463,7 @@ class Scheduler:
                 blocker = queue.blocker
                 if blocker is None or not member.active:
                     continue
-                rule = _room_rule(member, self.fair)
+                rule = self._rule_of(member)
                 if rule is None:
                     continue
                 ws = state.workloads[cast(str, blocker[3])]
@@ -462,27 +473,37 @@ class Scheduler:
                 entries.append(self.assign(member, ws))
 
     def _settle_quiet_trees(self, hopeless: list[ClusterQueueState], busy: dict[int, None]) -> None:
-        """Park at once the ready heads of every cohort tree that has gone quiet: a tree all of
-        whose heads in this cycle were parked still hopeless, and every other ready head of
-        whose queues is still hopeless now.
+        """Park at once the ready heads of every cohort tree that has gone quiet (a tree all of
+        whose heads in this cycle were parked still hopeless) and every other ready head of
+        whose queues is still hopeless now; and, in a cycle where every tree went quiet, the
+        first ready heads of every queue up to the cycle in which a head of some tree may fit.
 
-        Such a tree changes no more in this input event: it has no entry in this cycle, and
+        Such a tree changes no more until it has an entry: it has none in this cycle, and
         nothing else in a cycle moves a tree's usage, candidates or statuses but its own
         entries (victims are taken within the tree, wakes follow its releases). So each of its
         ready heads would, one cycle after another, head its queue, be found still hopeless
         against this same quota, and be parked filed as it is filed here, with nothing else
         happening in the tree: the one-per-cycle parking of a release's woken herd, done in one
-        pass. What one pass does not reproduce, it refuses: a sticky head (it heads its queue
-        instead) and a waiting preemptor of the tree (it joins every cycle in which its tree
-        has a head). A tree found with a head that may fit is not scanned again until it has an
-        entry (`_unquiet`)."""
+        pass. When every tree is quiet and the earliest head that may fit is the k-th ready
+        head of its queue, the k cycles before its turn park the first k ready heads of every
+        queue and decide nothing: they are parked here, and that head is an entry in the next
+        cycle, where the heads that hold room are evaluated beside it, in the same cycle as
+        every other tree's next entry (a tree's entries must not move to another cycle than
+        other trees': the decisions of one event are ordered by cycle). What one pass does not
+        reproduce, it refuses: a sticky head (it heads its queue instead) and a waiting
+        preemptor of the tree (it joins every cycle in which its tree has a head); and heads in
+        part where a queue's next head is not its first ready class (a preemptor workload,
+        admission fair sharing). A tree with a head that may fit is not scanned again until it
+        has an entry (`_unquiet`), unless every tree is quiet."""
         state = self.state
         for root_id in busy:
             self._unquiet.pop(root_id, None)
+        # Every tree with a ready head had one in this cycle, and none has an entry.
+        all_quiet = PARK_LEADING_HEADS and not busy
         trees: dict[int, list[ClusterQueueState]] = {}
         for cq in hopeless:
             root_id = id(cq.node.root())
-            if root_id in busy or root_id in self._unquiet:
+            if root_id in busy or (root_id in self._unquiet and not all_quiet):
                 continue
             trees.setdefault(root_id, []).append(cq)
         if not trees:
@@ -493,25 +514,38 @@ class Scheduler:
             if preemptor is not None:
                 waiting[id(preemptor.node.root())] = None
         workloads = state.workloads
+        # Trees where a ready head may fit: how many cycles before its turn, and the filings.
+        leading: list[tuple[int, list[tuple[ClusterQueueState, list[tuple[int, Status, tuple[str, int] | None]]]]]] = []
+        in_part = all_quiet  # every tree's next cycles can be parked in part
         for root_id, cqs in trees.items():
             if root_id in waiting:
+                in_part = False
                 continue
             plan: list[tuple[ClusterQueueState, list[tuple[int, Status, tuple[str, int] | None]]]] = []
+            # The fewest ready heads before one that may fit, over this tree's queues where one
+            # was found (None: none was); a queue is not scanned past it.
+            stop: int | None = None
+            in_order = True  # every queue's next head is its first ready class
+            refused = False
             for cq in cqs:
                 queue = cq.queue
                 if queue.strict:
                     continue  # its failed head blocks it: nothing else of it heads a cycle
                 if cq.sticky is not None:
-                    plan = []
+                    refused = True
                     break
+                if queue.fair is not None or cq.preemptor is not None:
+                    in_order = False
                 selector = cq.spec.namespace_selector
                 selected: dict[str, bool] = {}  # namespace -> selected by cq (one read each)
                 # The tree's quota does not move while it is quiet: each resource's best
                 # availability over its group's flavors is read once, not once per head.
                 best = _best_available(cq)
-                rule = _room_rule(cq, self.fair)
+                rule = self._rule_of(cq)
                 filings: list[tuple[int, Status, tuple[str, int] | None]] = []
                 for key, cls in queue.ready:
+                    if stop is not None and len(filings) >= stop:
+                        break
                     ws = workloads[cast(str, key[3])]
                     spec = ws.spec
                     namespace = spec.namespace
@@ -519,21 +553,34 @@ class Scheduler:
                     if chosen is None:
                         chosen = selected[namespace] = selector.matches(state.namespace_labels(namespace))
                     if not chosen or spec.resources_error is not None:
+                        stop = len(filings)
                         break
                     needs = self._still_hopeless(cq, ws, best)
                     if needs is None:
+                        stop = len(filings)
                         break
                     assert ws.last_status is not None
                     # One that would hold room waits for any release, as in `_nominate`.
                     filings.append((cls, ws.last_status, None if rule is not None and _holds_room(ws, rule) else needs))
-                else:
-                    plan.append((cq, filings))
-                    continue
+                if stop is not None and (not in_order or not in_part):
+                    refused = True
+                    break
+                plan.append((cq, filings))
+            if refused or stop is not None:
                 self._unquiet[root_id] = None
-                plan = []
-                break
+                if refused:
+                    in_part = False
+                else:
+                    assert stop is not None
+                    leading.append((stop, plan))
+                continue
             for cq, filings in plan:
                 cq.queue.park_ready(filings)
+        if in_part and leading:
+            cycles = min(stop for stop, _ in leading)
+            for _, plan in leading:
+                for cq, filings in plan:
+                    cq.queue.park_ready(filings[:cycles])
 
     def run_cycle(self, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> None:
         state = self.state
@@ -559,6 +606,12 @@ class Scheduler:
         # for preemptors that cannot get any, so lower-ranked entries cannot take that room.
         reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
         held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # held in every cycle of its tree
+        # Room held by entries that found no candidates, not set aside yet: only an entry that
+        # reads the quota after them needs it there (`_set_aside`), and most cycles of a woken
+        # herd have none (classical only: fair sharing's tournament reads the usage as it goes).
+        deferred: list[tuple[ClusterQueueState, dict[FR, int]]] | None = (
+            [] if DEFER_HELD_ROOM and not self.fair else None
+        )
         victims: dict[str, None] = {}
         # The same victims' usage, by the id of their cohort tree's root (for _overlapping).
         gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]] = {}
@@ -579,14 +632,16 @@ class Scheduler:
                 if self._resumed_in_vain(cq, ws):
                     retry_strict.append(cq)
                 if cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors:
-                    reserved.append((cq, _capacity_to_reserve(cq, assignment)))
-                    cq.node.add_usages(reserved[-1][1])
-                    if cq.queue.strict:
-                        # A blocked StrictFIFO head holds this room in every cycle of its tree
-                        # (`_hold_room`), as Kueue's, retried in every cycle, does: what it keeps
-                        # out waits for a release rather than retry in vain.
-                        held.append(reserved[-1])
+                    # Its own node's usage, which the amount reads, moves with no other entry.
+                    room = (cq, _capacity_to_reserve(cq, assignment))
+                    if deferred is not None:
+                        deferred.append(room)
+                    else:
+                        _set_aside([room], reserved, held)
                 continue
+            if deferred:
+                _set_aside(deferred, reserved, held)
+                deferred.clear()
             if any(t.ws.key in victims for t in entry.targets):
                 self._overlapping(out, entry, gone.get(id(cq.node.root()), []), reserved, held)
                 continue
@@ -875,6 +930,16 @@ KEEP_ENTRIES = True
 # decisions, checked against parking them one cycle at a time by tests/domain/test_fast_paths.py.
 SETTLE_QUIET_TREES = True
 
+# In a quiet tree where a ready head may fit, park the heads before it in one pass too
+# (Scheduler._settle_quiet_trees): the same decisions, checked against parking them one cycle at
+# a time by tests/domain/test_fast_paths.py.
+PARK_LEADING_HEADS = True
+
+# Set aside the room of entries that found no candidates only when a later entry of the cycle
+# reads the quota (Scheduler.run_cycle): the same decisions, checked against setting it aside at
+# once by tests/domain/test_fast_paths.py.
+DEFER_HELD_ROOM = True
+
 # Statuses a head gets from its place in one cycle rather than from its own evaluation.
 _CYCLE_MESSAGES = frozenset((reasons.MSG_NO_LONGER_FITS, reasons.MSG_OVERLAPPING_TARGETS))
 
@@ -1032,6 +1097,21 @@ def _fits(cq: ClusterQueueState, assignment: Assignment, targets: list[Target]) 
         if t.ws.admission is not None:
             t.cq.node.add_usages(_usage(t))
     return fits
+
+
+def _set_aside(holds: list[tuple[ClusterQueueState, dict[FR, int]]],
+               reserved: list[tuple[ClusterQueueState, dict[FR, int]]],
+               held: list[tuple[ClusterQueueState, dict[FR, int]]]) -> None:
+    """Set aside for the rest of the cycle the room of entries that found no candidates, in
+    their order. A blocked StrictFIFO head holds this room in every cycle of its tree
+    (`_hold_room`), as Kueue's, retried in every cycle, does: what it keeps out waits for a
+    release rather than retry in vain (`held`)."""
+    for room in holds:
+        reserved.append(room)
+        cq = room[0]
+        cq.node.add_usages(room[1])
+        if cq.queue.strict:
+            held.append(room)
 
 
 def _capacity_to_reserve(cq: ClusterQueueState, assignment: Assignment) -> dict[FR, int]:
