@@ -174,17 +174,17 @@ class Scheduler:
         self.preemptor: ClassicalPreemptor | FairSharingPreemptor = (
             FairSharingPreemptor(state) if self.fair else ClassicalPreemptor(state)
         )
+        # The same preemptor when it is classical: it owns the count of each cohort tree's
+        # admissions and evictions in the pass (its epoch), which the entries kept here read too.
+        self._classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
         # Roots (by id) of the trees `_settle_quiet_trees` found a head that may fit in, until
         # their next entry: scanning them again before that would find the same.
         self._unquiet: dict[int, None] = {}
         # Classical entries of this pass, kept (`_kept_assign`): per (head, its queue, fit_only,
         # the temporary usage in place), the tree's epoch they were made in and their answer.
         self._entries: dict[tuple[object, ...], tuple[int, Assignment, tuple[Target, ...]]] | None = (
-            {} if KEEP_ENTRIES and not self.fair else None
+            {} if KEEP_ENTRIES and self._classical is not None else None
         )
-        # Per cohort tree (by the id of its root): how many admissions and evictions the pass
-        # made in it (`_tree_changed`).
-        self._epochs: dict[int, int] = {}
         # `_room_rule` of each ClusterQueue, by name: it reads only its configuration, which a
         # pass does not change.
         self._rules: dict[str, dict[str, int] | None] = {}
@@ -266,7 +266,7 @@ class Scheduler:
         its cohort tree; within a pass only the first three can differ, and only through the
         scan kept (`resume_flavors`): an entry is kept only when the head had none before and
         after. The tree's usage and workloads are as its admissions and evictions of the pass
-        left them (its epoch, `_tree_changed`) plus the usage the caller moved for the while
+        left them (its epoch, counted by the classical preemptor: `_tree_changed`) plus the usage the caller moved for the while
         (`moved`: the cycle's reserved room and its victims' usage, named by value), so equal
         epochs and equal `moved` read equal quota. The searches' one side effect, deferring
         the ClusterQueue, was made when the entry was, and lasts for the pass. A preemptor
@@ -274,10 +274,11 @@ class Scheduler:
         tree, and asked again when a preemptor before it in the cycle took the same victims
         (`_overlapping`), while most cycles after a release only park woken heads."""
         kept = self._entries
-        if kept is None or _scan_kept(ws):
+        classical = self._classical
+        if kept is None or classical is None or _scan_kept(ws):
             return self.assign(cq, ws, fit_only)
         key = (ws.key, id(cq), fit_only, moved)
-        epoch = self._epochs.get(id(cq.node.root()), 0)
+        epoch = classical.epoch(cq.node)
         found = kept.get(key)
         if found is not None and found[0] == epoch:
             return Entry(cq, ws, found[1], list(found[2]))
@@ -371,7 +372,7 @@ class Scheduler:
         entries: list[Entry] = []
         # Nominating changes no usage and no workload: classical searches may share their reading.
         # The sharing must end with the nomination, whatever happens in it.
-        classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
+        classical = self._classical
         if classical is not None:
             classical.share_while_unchanged()
         hopeless: list[ClusterQueueState] = []  # queues whose head was parked still hopeless
@@ -711,12 +712,10 @@ class Scheduler:
     def _tree_changed(self, cq: ClusterQueueState) -> None:
         """A workload was admitted, evicted or released in cq's cohort tree (victims are in
         their preemptor's tree): the classical searches and entries kept for its heads are
-        stale."""
-        root = id(cq.node.root())
-        self._epochs[root] = self._epochs.get(root, 0) + 1
-        preemptor = self.preemptor
-        if isinstance(preemptor, ClassicalPreemptor):
-            preemptor.tree_changed(cq.node)
+        stale (the classical preemptor counts it: its epoch)."""
+        classical = self._classical
+        if classical is not None:
+            classical.tree_changed(cq.node)
 
     def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState,
                         best: dict[str, int] | None = None) -> tuple[str, int] | None:
