@@ -188,6 +188,9 @@ class Scheduler:
         # `_room_rule` of each ClusterQueue, by name: it reads only its configuration, which a
         # pass does not change.
         self._rules: dict[str, dict[str, int] | None] = {}
+        # Per ClusterQueue, by name: the flavor-resources whose usage its kept assignments read
+        # (`_usage_read`; empty: none kept).
+        self._reads: dict[str, list[FR]] = {}
 
     def schedule(self, out: Emitter) -> None:
         self._unquiet = {}
@@ -211,6 +214,11 @@ class Scheduler:
             None if never_preempts(cq)
             else Searches(preemptor, cq, ws, remember=not self.fair, defer_only=fit_only)
         )
+        across = self._kept_across(cq, ws) if search is None and KEEP_ASSIGNMENTS else None
+        if across is not None:
+            found = cq.assignments.get(id(ws.spec.pod_sets))
+            if found is not None and found[0] is ws.spec.pod_sets and found[1] == across:
+                return Entry(cq, ws, found[2])
 
         def oracle(fr: FR, value: int) -> tuple[int, int]:
             assert search is not None
@@ -255,7 +263,70 @@ class Scheduler:
         entry = self._cycles(cq, ws, assigner, search, resume)
         if resume is not None and ws.resume_flavors is None:
             ws.resume_flavors = (self.state.offset, None)
+        if across is not None and not entry.assignment.pending_flavors():
+            kept_here = cq.assignments
+            if len(kept_here) >= _KEPT_ASSIGNMENTS_LIMIT:
+                kept_here.clear()
+            kept_here[id(ws.spec.pod_sets)] = (ws.spec.pod_sets, across, entry.assignment)
         return entry
+
+    def _kept_across(self, cq: ClusterQueueState, ws: WorkloadState) -> tuple[int, ...] | None:
+        """What `assign` reads of the usage for this head of a non-preemptive ClusterQueue, when
+        its answer may be kept across events (`ClusterQueueState.assignments`); else None.
+
+        Speed-up, exact: without a search, `assign` reads only the head's pod sets (its
+        requests, selectors, tolerations: one tuple, shared by look-alikes), its kept flavor
+        scan, and of its ClusterQueue the configuration (its spec, resource groups, quotas, the
+        flavors they name, the engine's Configuration) and the quota tree: in a flat cohort,
+        with no lending or borrowing limit of its own, only its own and the cohort's subtree
+        quota (configuration) and usage of each of its flavor-resources. So a head with no scan
+        to resume, no partial admission and pod sets it shares with an earlier head of the same
+        queue, under the same configuration (the same objects) and the same usage, gets the
+        same assignment, and `assign` changed nothing else for that one (no flavor left to
+        scan: it kept none). The woken heads that hold room are evaluated in every cycle of
+        their tree with an entry, after a pending workload's finish too, which moves no quota.
+        """
+        if ws.resume_flavors is not None:
+            return None
+        reads = self._reads.get(cq.name)
+        if reads is None:
+            reads = self._reads[cq.name] = self._usage_read(cq)
+        if not reads:
+            return None
+        for ps in ws.spec.pod_sets:
+            if ps.min_count is not None and ps.min_count != ps.count:
+                return None
+        node = cq.node
+        parent = node.parent
+        assert parent is not None
+        own, cohort = node.usage, parent.usage
+        return tuple([own.get(fr, 0) for fr in reads] + [cohort.get(fr, 0) for fr in reads])
+
+    def _usage_read(self, cq: ClusterQueueState) -> list[FR]:
+        """The flavor-resources whose usage `_kept_across` compares for cq (none: its answers
+        are not kept), once per pass: cq's configuration is checked against the one its kept
+        answers were made under, which are dropped if it changed."""
+        node = cq.node
+        parent = node.parent
+        if parent is None or parent.parent is not None or node.lending_limit or node.borrowing_limit:
+            return []
+        flavors = self.state.flavors
+        frs: list[FR] = []
+        named: list[object] = []
+        for res, group in sorted(cq.groups.items()):
+            for f in group.flavors:
+                frs.append(fr_key(f.name, res))
+                named.append(flavors.get(f.name))
+        # Compared by identity: a configuration change replaces these objects.
+        under = (cq.spec, cq.groups, cq.quotas, parent, node.subtree, parent.subtree,
+                 self.state.configuration, *named)
+        made = cq.assignments_made_under
+        if (len(made) != len(under) or any(a is not b for a, b in zip(made, under))
+                or cq.assignments_height != parent.tree_height):
+            cq.assignments.clear()
+            cq.assignments_made_under = under
+            cq.assignments_height = parent.tree_height
+        return frs
 
     def _kept_assign(self, cq: ClusterQueueState, ws: WorkloadState, fit_only: bool,
                      moved: tuple[object, ...]) -> Entry:
@@ -938,6 +1009,12 @@ PARK_LEADING_HEADS = True
 # reads the quota (Scheduler.run_cycle): the same decisions, checked against setting it aside at
 # once by tests/domain/test_fast_paths.py.
 DEFER_HELD_ROOM = True
+
+# Keep the flavor assignments of non-preemptive heads across events, while the configuration
+# and the usage they read stay (Scheduler._kept_across): the same decisions, checked against
+# assigning every time by tests/domain/test_fast_paths.py.
+KEEP_ASSIGNMENTS = True
+_KEPT_ASSIGNMENTS_LIMIT = 512  # per ClusterQueue; when full it starts again (costs only keeping)
 
 # Statuses a head gets from its place in one cycle rather than from its own evaluation.
 _CYCLE_MESSAGES = frozenset((reasons.MSG_NO_LONGER_FITS, reasons.MSG_OVERLAPPING_TARGETS))

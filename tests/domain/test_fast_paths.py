@@ -277,3 +277,42 @@ def test_room_held_by_heads_without_candidates_set_aside_only_when_read(
         assert decide(stream) == deferred
         monkeypatch.undo()
     assert 0 < seen["late"] < seen["holds"]  # some room was set aside late, some never
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_assignments_kept_across_events_are_those_made_again(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scheduler._kept_across: a non-preemptive head's flavor assignment, kept while the
+    configuration and the usage it read stay, is given again (KEEP_ASSIGNMENTS); against
+    assigning every time. The random streams change quotas, cohorts, flavors' presence and
+    stop queues between the assignments kept (churned_config_stream); a deeper no-preemption
+    sweep stream, where pending workloads' finishes retry the woken heads without moving any
+    quota, keeps many (checked)."""
+    seen = {"kept": 0}
+    assign = scheduler.Scheduler.assign
+    cycles = scheduler.Scheduler._cycles
+
+    def counted(self: Any, cq: Any, ws: Any, fit_only: bool = False) -> Any:
+        made = {"n": 0}
+
+        def counting(*a: Any) -> Any:
+            made["n"] += 1
+            return cycles(self, *a)
+
+        self._cycles = counting
+        try:
+            return assign(self, cq, ws, fit_only)
+        finally:
+            del self._cycles
+            seen["kept"] += made["n"] == 0
+
+    deep = depth_sweep.sweep_stream("BestEffortFIFO", "none", depth=40, cohorts=2, per_cohort=3, events=150,
+                                    seed=seed)
+    streams = [_held_room_streams(seed)[0], churned_config_stream(seed), deep.prelude + deep.timed]
+    for stream in streams:
+        monkeypatch.setattr(scheduler.Scheduler, "assign", counted)
+        kept = decide(stream)
+        monkeypatch.undo()
+        monkeypatch.setattr(scheduler, "KEEP_ASSIGNMENTS", False)
+        assert decide(stream) == kept
+        monkeypatch.undo()
+    assert seen["kept"] > 20
