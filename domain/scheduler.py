@@ -179,7 +179,9 @@ class Scheduler:
         self._classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
         # Roots (by id) of the trees `_settle_quiet_trees` found a head that may fit in, until
         # their next entry: scanning them again before that would find the same.
-        self._unquiet: dict[int, None] = {}
+        # Per root: True when what refused it lasts until its next entry (a sticky head, a
+        # preemptor workload, admission fair sharing), False when a head may fit.
+        self._unquiet: dict[int, bool] = {}
         # Classical entries of this pass, kept (`_kept_assign`): per (head, its queue, fit_only,
         # the temporary usage in place), the tree's epoch they were made in and their answer.
         self._entries: dict[tuple[object, ...], tuple[int, Assignment, tuple[Target, ...]]] | None = (
@@ -568,23 +570,32 @@ class Scheduler:
         admission fair sharing). A tree with a head that may fit is not scanned again until it
         has an entry (`_unquiet`), unless every tree is quiet."""
         state = self.state
+        unquiet = self._unquiet
         for root_id in busy:
-            self._unquiet.pop(root_id, None)
-        # Every tree with a ready head had one in this cycle, and none has an entry.
-        all_quiet = PARK_LEADING_HEADS and not busy
-        trees: dict[int, list[ClusterQueueState]] = {}
-        for cq in hopeless:
-            root_id = id(cq.node.root())
-            if root_id in busy or (root_id in self._unquiet and not all_quiet):
-                continue
-            trees.setdefault(root_id, []).append(cq)
-        if not trees:
-            return
+            unquiet.pop(root_id, None)
         waiting: dict[int, None] = {}
         for name in state.waiting_preemptors:
             preemptor = state.cluster_queues.get(name)
             if preemptor is not None:
                 waiting[id(preemptor.node.root())] = None
+        # Every tree with a ready head had one in this cycle, none has an entry, and none was
+        # refused for what lasts until its next entry: trees with a head that may fit are
+        # scanned again, for how many cycles before its turn.
+        all_quiet = PARK_LEADING_HEADS and not busy
+        if all_quiet:
+            for cq in hopeless:
+                root_id = id(cq.node.root())
+                if unquiet.get(root_id) or root_id in waiting:
+                    all_quiet = False
+                    break
+        trees: dict[int, list[ClusterQueueState]] = {}
+        for cq in hopeless:
+            root_id = id(cq.node.root())
+            if root_id in busy or (root_id in unquiet and not all_quiet):
+                continue
+            trees.setdefault(root_id, []).append(cq)
+        if not trees:
+            return
         workloads = state.workloads
         # Trees where a ready head may fit: how many cycles before its turn, and the filings.
         leading: list[tuple[int, list[tuple[ClusterQueueState, list[tuple[int, Status, tuple[str, int] | None]]]]]] = []
@@ -599,12 +610,13 @@ class Scheduler:
             stop: int | None = None
             in_order = True  # every queue's next head is its first ready class
             refused = False
+            lasting = False  # refused for what lasts until the tree's next entry
             for cq in cqs:
                 queue = cq.queue
                 if queue.strict:
                     continue  # its failed head blocks it: nothing else of it heads a cycle
                 if cq.sticky is not None:
-                    refused = True
+                    refused = lasting = True
                     break
                 if queue.fair is not None or cq.preemptor is not None:
                     in_order = False
@@ -636,10 +648,11 @@ class Scheduler:
                     filings.append((cls, ws.last_status, None if rule is not None and _holds_room(ws, rule) else needs))
                 if stop is not None and (not in_order or not in_part):
                     refused = True
+                    lasting = not in_order
                     break
                 plan.append((cq, filings))
             if refused or stop is not None:
-                self._unquiet[root_id] = None
+                unquiet[root_id] = lasting
                 if refused:
                     in_part = False
                 else:
