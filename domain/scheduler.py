@@ -567,8 +567,9 @@ class Scheduler:
         reproduce, it refuses: a sticky head (it heads its queue instead) and a waiting
         preemptor of the tree (it joins every cycle in which its tree has a head); and heads in
         part where a queue's next head is not its first ready class (a preemptor workload,
-        admission fair sharing). A tree with a head that may fit is not scanned again until it
-        has an entry (`_unquiet`), unless every tree is quiet."""
+        admission fair sharing). A tree with a head that may fit, or refused, is not scanned
+        again until it has an entry (`_unquiet`); one with a head that may fit is, in a cycle
+        where every tree is quiet and none was refused."""
         state = self.state
         unquiet = self._unquiet
         for root_id in busy:
