@@ -517,18 +517,20 @@ def test_a_drained_cluster_leaves_nothing_waiting(data: st.DataObject) -> None:
       lower priority, classifyPreemptionVariant in pkg/scheduler/preemption/classical/
       hierarchical_preemption.go), so preemptions cannot go round in a circle. Any reclaims
       from a borrower whatever its priority, and three steps each right by Kueue's rules close
-      a circle that the gate does not break. Cohort of a (4 CPU, withinClusterQueue
-      LowerPriority) and b (2 CPU, borrowingLimit 2, reclaimWithinCohort Any,
-      borrowWithinCohort LowerPriority); a holds two priority-0 workloads of 2 CPU, b's
+      a circle that the gate does not break. Cohort of a (4 CPU) and b (2 CPU, borrowingLimit
+      2), both reclaimWithinCohort Any and borrowWithinCohort LowerPriority, a also
+      withinClusterQueue LowerPriority; a holds two priority-0 workloads of 2 CPU, b's
       priority-3 workload of 4 CPU waits. a's priority-1 workload of 5 CPU preempts both small
       ones and borrows 1; b's priority-3 one reclaims from it while borrowing and, a preemptor,
       is admitted first; a small one is admitted again and the other reclaims a's nominal
       quota from the priority-3 one (Any); the priority-1 one preempts both small ones again;
-      and so on, once per release. Kueue's own scheduler on these four workloads, evictions
-      released at once (the differential oracle), goes round until its 300-cycle cap, each
-      workload evicted 37 or 38 times. Without the gate the circle is shorter but there too:
-      the priority-3 one is admitted before the waiting priority-1 one (both borrow, a higher
-      priority) and the small ones reclaim from it (Any), each of the three evicted 50 times."""
+      and so on, once per release (the conformance scenario
+      reclaim_any_preemption_circle_goes_round_once_per_release). Kueue's own scheduler on
+      these four workloads, evictions released at once (the differential oracle), goes round
+      until its 300-cycle cap, each workload evicted 37 or 38 times. Without the gate the
+      circle is shorter but there too: the priority-3 one is admitted before the waiting
+      priority-1 one (both borrow, a higher priority) and the small ones reclaim from it (Any),
+      each of the three evicted 50 times."""
     run(data, steps=45, drain=True)
 
 
