@@ -20,7 +20,9 @@ rebuilt ONLY from the decisions (never from engine state) is checked after every
    quota: nominal + borrowingLimit per ClusterQueue, the cohort's lendable total (lending
    limits), nominal for a ClusterQueue without cohort.
 5. Liveness: after draining (every eviction released, every admitted workload finished, until
-   nothing holds quota), no workload still waits that an empty cluster admits when alone.
+   nothing holds quota), no workload still waits that an empty cluster admits when alone; with
+   what Kueue needs for a drain to end (PrioritizePreemptorWorkloads, no reclaimWithinCohort
+   Any: see the test).
 
 The quota formulas in this module are written out independently of domain/quota.py, for
 one-level cohorts, from Kueue's pkg/cache/scheduler/resource_node.go.
@@ -85,8 +87,14 @@ class Layout:
         return [c for c in self.cqs.values() if c.cohort == cohort]
 
 
+RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
+# What a drain needs for Kueue's releases to come to an end (test_a_drained_cluster_leaves_nothing_waiting).
+DRAIN_GATES = ("PrioritizePreemptorWorkloads",)
+DRAIN_RECLAIM_POLICIES = ("Never", "LowerPriority")
+
+
 @st.composite
-def layouts(draw: st.DrawFn) -> Layout:
+def layouts(draw: st.DrawFn, reclaim_policies: tuple[str, ...] = RECLAIM_POLICIES) -> Layout:
     flavors = ["default", "spot"][: draw(st.integers(1, 2))]
     cqs: dict[str, CQ] = {}
     groups = [("cohort-a", draw(st.integers(2, 3))), ("cohort-b", draw(st.integers(0, 2))), (None, 1)]
@@ -103,7 +111,7 @@ def layouts(draw: st.DrawFn) -> Layout:
                     if draw(st.integers(0, 3)) == 0:
                         ll = draw(st.integers(0, nominal // 1000)) * 1000
                 quotas[f] = Quota(nominal, bl, ll)
-            reclaim = draw(st.sampled_from(("Never", "LowerPriority", "Any")))
+            reclaim = draw(st.sampled_from(reclaim_policies))
             bwc = "Never" if reclaim == "Never" else draw(st.sampled_from(("Never", "LowerPriority")))
             threshold = draw(st.one_of(st.none(), st.sampled_from(PRIORITIES))) if bwc != "Never" else None
             cqs[name] = CQ(
@@ -115,10 +123,14 @@ def layouts(draw: st.DrawFn) -> Layout:
     return Layout(cqs, draw(st.sampled_from(("OnRelease", "Immediate"))))
 
 
-def config_events(layout: Layout, draw: Callable[[st.SearchStrategy[str]], str]) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = [{"type": "ConfigApplied", "object": {
+def config_events(layout: Layout, draw: Callable[[st.SearchStrategy[str]], str],
+                  gates: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    configuration: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
-        "quotaflow": {"evictionRelease": layout.global_release}}}]
+        "quotaflow": {"evictionRelease": layout.global_release}}
+    if gates:
+        configuration["featureGates"] = {gate: True for gate in gates}
+    events: list[dict[str, Any]] = [{"type": "ConfigApplied", "object": configuration}]
     flavor_names = next(iter(layout.cqs.values())).flavors
     for f in flavor_names:
         events.append({"type": "ConfigApplied", "object": {"apiVersion": V1, "kind": "ResourceFlavor", "metadata": {"name": f}}})
@@ -335,7 +347,7 @@ def apply_bounded(engine: Engine, event: dict[str, Any], offset: int) -> list[di
 
 def run(data: st.DataObject, steps: int, fit: bool = False, sticky: bool = False, drain: bool = False,
         restore_every: int = 0) -> None:
-    layout = data.draw(layouts(), label="layout")
+    layout = data.draw(layouts(DRAIN_RECLAIM_POLICIES if drain else RECLAIM_POLICIES), label="layout")
     engine = Engine()
     log: list[dict[str, Any]] = []
 
@@ -347,7 +359,7 @@ def run(data: st.DataObject, steps: int, fit: bool = False, sticky: bool = False
         return out
 
     try:
-        _drive(data, layout, apply, steps, fit, sticky)
+        _drive(data, layout, apply, steps, fit, sticky, DRAIN_GATES if drain else ())
         if drain:
             _drain_and_check(engine, apply, log)
         if restore_every:
@@ -360,10 +372,11 @@ def run(data: st.DataObject, steps: int, fit: bool = False, sticky: bool = False
         raise AssertionError(f"{exc}\n(input log of {len(log)} events written to {path})") from None
 
 
-def _drive(data: st.DataObject, layout: Layout, apply: Any, steps: int, fit: bool, sticky: bool) -> None:
+def _drive(data: st.DataObject, layout: Layout, apply: Any, steps: int, fit: bool, sticky: bool,
+           gates: tuple[str, ...] = ()) -> None:
     offset = 0
 
-    for event in config_events(layout, data.draw):
+    for event in config_events(layout, data.draw, gates):
         apply(event)
         offset += 1
     model = Model(layout, fit, sticky)
@@ -488,7 +501,36 @@ def test_preemptor_keeps_its_room_until_admitted(data: st.DataObject) -> None:
 def test_a_drained_cluster_leaves_nothing_waiting(data: st.DataObject) -> None:
     """Property 5 (with 0, 1 and 4): once every eviction is released and every admitted
     workload finished, no pending workload could have been admitted alone (no queue sleeps
-    through the releases)."""
+    through the releases).
+
+    Drained as Kueue needs for its releases to come to an end (DRAIN_GATES,
+    DRAIN_RECLAIM_POLICIES); otherwise each release can start the same round of preemptions
+    again, in Kueue as here, and the drain never ends:
+
+    - PrioritizePreemptorWorkloads on, as in the hierarchy test: without it a victim can be
+      admitted back into the room its preemptor waits for and be preempted again, once per
+      release (kueue#13662); Kueue's makeClassicalIterator (pkg/scheduler/scheduler.go) puts
+      a ClusterQueue's waiting preemptor before the cycle's other entries only under the gate.
+    - No reclaimWithinCohort Any. Every other policy lets a workload preempt only one below it
+      (lower priority, or equal priority and newer: SatisfiesPreemptionPolicy in
+      pkg/scheduler/preemption/common/preemption_policy.go; borrowWithinCohort also needs a
+      lower priority, classifyPreemptionVariant in pkg/scheduler/preemption/classical/
+      hierarchical_preemption.go), so preemptions cannot go round in a circle. Any reclaims
+      from a borrower whatever its priority, and three steps each right by Kueue's rules close
+      a circle that the gate does not break. Cohort of a (4 CPU) and b (2 CPU, borrowingLimit
+      2), both reclaimWithinCohort Any and borrowWithinCohort LowerPriority, a also
+      withinClusterQueue LowerPriority; a holds two priority-0 workloads of 2 CPU, b's
+      priority-3 workload of 4 CPU waits. a's priority-1 workload of 5 CPU preempts both small
+      ones and borrows 1; b's priority-3 one reclaims from it while borrowing and, a preemptor,
+      is admitted first; a small one is admitted again and the other reclaims a's nominal
+      quota from the priority-3 one (Any); the priority-1 one preempts both small ones again;
+      and so on, once per release (the conformance scenario
+      reclaim_any_preemption_circle_goes_round_once_per_release). Kueue's own scheduler on
+      these four workloads, evictions released at once (the differential oracle), goes round
+      until its 300-cycle cap, each workload evicted 37 or 38 times. Without the gate the
+      circle is shorter but there too: the priority-3 one is admitted before the waiting
+      priority-1 one (both borrow, a higher priority) and the small ones reclaim from it (Any),
+      each of the three evicted 50 times."""
     run(data, steps=45, drain=True)
 
 
