@@ -173,7 +173,7 @@ class FlavorAssigner:
         node: QuotaNode,
         resource_groups: Mapping[str, ResourceGroup],
         flavors: Mapping[str, ResourceFlavor],
-        oracle: PreemptionOracle = no_preemption,
+        oracle: PreemptionOracle | None = no_preemption,
         can_preempt_while_borrowing: bool = False,
         quotas: Mapping[FR, ResourceQuota] | None = None,
         plans: Plans | None = None,
@@ -402,7 +402,12 @@ class FlavorAssigner:
         quota = self.quotas.get(fr)
         nominal = quota.nominal if quota is not None else 0
         if nominal >= value or may_reclaim or self.can_preempt_while_borrowing:
-            mode, borrow_after = self.oracle(fr, value)
+            oracle = self.oracle
+            if oracle is None:
+                # No preemption can help (the caller's word): no candidates, at the borrowing
+                # level it needs as it stands, which is `borrow` (borrowing_level of this value).
+                return NO_CANDIDATES, borrow, text, ""
+            mode, borrow_after = oracle(fr, value)
             return mode, borrow_after, text, "" if mode != NO_FIT else reasons.WAITING_FOR_QUOTA
         return NO_FIT, borrow, text, reasons.WAITING_FOR_QUOTA
 

@@ -314,11 +314,17 @@ class PendingQueue:
         _insort(index, (amount, self.serial, cls))
 
     def park_ready(self, filings: list[tuple[int, Status, tuple[str, int] | None]]) -> None:
-        """BestEffortFIFO: park every ready class at once, each filed by the (resource, amount)
-        it waits for (None: generic): what `park` of each head in turn leaves (each index sorted
-        as insort keeps it). `filings` names every ready class."""
-        assert not self.strict and len(filings) == len(self.ready)
-        self.ready.clear()
+        """BestEffortFIFO: park the first ready classes at once, each filed by the (resource,
+        amount) it waits for (None: generic): what `park` of each head in turn leaves (each
+        index sorted as insort keeps it). `filings` names the first len(filings) ready classes,
+        in their order."""
+        ready = self.ready
+        n = len(filings)
+        assert not self.strict and n <= len(ready)
+        if n == len(ready):
+            ready.clear()
+        else:
+            del ready[:n]
         parked, waiting_for, thresholds = self.parked, self.waiting_for, self.thresholds
         serial = self.serial
         touched: dict[str, list[tuple[int, int, int]]] = {}

@@ -174,17 +174,25 @@ class Scheduler:
         self.preemptor: ClassicalPreemptor | FairSharingPreemptor = (
             FairSharingPreemptor(state) if self.fair else ClassicalPreemptor(state)
         )
+        # The same preemptor when it is classical: it owns the count of each cohort tree's
+        # admissions and evictions in the pass (its epoch), which the entries kept here read too.
+        self._classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
         # Roots (by id) of the trees `_settle_quiet_trees` found a head that may fit in, until
         # their next entry: scanning them again before that would find the same.
-        self._unquiet: dict[int, None] = {}
+        # Per root: True when what refused it lasts until its next entry (a sticky head, a
+        # preemptor workload, admission fair sharing), False when a head may fit.
+        self._unquiet: dict[int, bool] = {}
         # Classical entries of this pass, kept (`_kept_assign`): per (head, its queue, fit_only,
         # the temporary usage in place), the tree's epoch they were made in and their answer.
         self._entries: dict[tuple[object, ...], tuple[int, Assignment, tuple[Target, ...]]] | None = (
-            {} if KEEP_ENTRIES and not self.fair else None
+            {} if KEEP_ENTRIES and self._classical is not None else None
         )
-        # Per cohort tree (by the id of its root): how many admissions and evictions the pass
-        # made in it (`_tree_changed`).
-        self._epochs: dict[int, int] = {}
+        # `_room_rule` of each ClusterQueue, by name: it reads only its configuration, which a
+        # pass does not change.
+        self._rules: dict[str, dict[str, int] | None] = {}
+        # Per ClusterQueue, by name: the flavor-resources whose usage its kept assignments read
+        # (`_usage_read`; empty: none kept).
+        self._reads: dict[str, list[FR]] = {}
 
     def schedule(self, out: Emitter) -> None:
         self._unquiet = {}
@@ -208,10 +216,14 @@ class Scheduler:
             None if never_preempts(cq)
             else Searches(preemptor, cq, ws, remember=not self.fair, defer_only=fit_only)
         )
+        across = self._kept_across(cq, ws) if search is None and KEEP_ASSIGNMENTS else None
+        if across is not None:
+            found = cq.assignments.get(id(ws.spec.pod_sets))
+            if found is not None and found[0] is ws.spec.pod_sets and found[1] == across:
+                return Entry(cq, ws, found[2])
 
         def oracle(fr: FR, value: int) -> tuple[int, int]:
-            if search is None:
-                return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
+            assert search is not None
             targets = search({fr: value}, [fr])
             if not targets:
                 return NO_CANDIDATES, borrowing_level(cq.node, fr, value)[0]
@@ -227,7 +239,8 @@ class Scheduler:
             cq.node,
             cq.groups,
             self.state.flavors,
-            oracle,
+            # None: no preemption (the assigner answers NO_CANDIDATES at the borrowing level).
+            oracle if search is not None else None,
             can_preempt_while_borrowing=spec.preemption.borrow_within_cohort != NEVER
             or (self.fair and spec.preemption.reclaim_within_cohort != NEVER),
             quotas=cq.quotas,
@@ -252,7 +265,70 @@ class Scheduler:
         entry = self._cycles(cq, ws, assigner, search, resume)
         if resume is not None and ws.resume_flavors is None:
             ws.resume_flavors = (self.state.offset, None)
+        if across is not None and not entry.assignment.pending_flavors():
+            kept_here = cq.assignments
+            if len(kept_here) >= _KEPT_ASSIGNMENTS_LIMIT:
+                kept_here.clear()
+            kept_here[id(ws.spec.pod_sets)] = (ws.spec.pod_sets, across, entry.assignment)
         return entry
+
+    def _kept_across(self, cq: ClusterQueueState, ws: WorkloadState) -> tuple[int, ...] | None:
+        """What `assign` reads of the usage for this head of a non-preemptive ClusterQueue, when
+        its answer may be kept across events (`ClusterQueueState.assignments`); else None.
+
+        Speed-up, exact: without a search, `assign` reads only the head's pod sets (its
+        requests, selectors, tolerations: one tuple, shared by look-alikes), its kept flavor
+        scan, and of its ClusterQueue the configuration (its spec, resource groups, quotas, the
+        flavors they name, the engine's Configuration) and the quota tree: in a flat cohort,
+        with no lending or borrowing limit of its own, only its own and the cohort's subtree
+        quota (configuration) and usage of each of its flavor-resources. So a head with no scan
+        to resume, no partial admission and pod sets it shares with an earlier head of the same
+        queue, under the same configuration (the same objects) and the same usage, gets the
+        same assignment, and `assign` changed nothing else for that one (no flavor left to
+        scan: it kept none). The woken heads that hold room are evaluated in every cycle of
+        their tree with an entry, after a pending workload's finish too, which moves no quota.
+        """
+        if ws.resume_flavors is not None:
+            return None
+        reads = self._reads.get(cq.name)
+        if reads is None:
+            reads = self._reads[cq.name] = self._usage_read(cq)
+        if not reads:
+            return None
+        for ps in ws.spec.pod_sets:
+            if ps.min_count is not None and ps.min_count != ps.count:
+                return None
+        node = cq.node
+        parent = node.parent
+        assert parent is not None
+        own, cohort = node.usage, parent.usage
+        return tuple([own.get(fr, 0) for fr in reads] + [cohort.get(fr, 0) for fr in reads])
+
+    def _usage_read(self, cq: ClusterQueueState) -> list[FR]:
+        """The flavor-resources whose usage `_kept_across` compares for cq (none: its answers
+        are not kept), once per pass: cq's configuration is checked against the one its kept
+        answers were made under, which are dropped if it changed."""
+        node = cq.node
+        parent = node.parent
+        if parent is None or parent.parent is not None or node.lending_limit or node.borrowing_limit:
+            return []
+        flavors = self.state.flavors
+        frs: list[FR] = []
+        named: list[object] = []
+        for res, group in sorted(cq.groups.items()):
+            for f in group.flavors:
+                frs.append(fr_key(f.name, res))
+                named.append(flavors.get(f.name))
+        # Compared by identity: a configuration change replaces these objects.
+        under = (cq.spec, cq.groups, cq.quotas, parent, node.subtree, parent.subtree,
+                 self.state.configuration, *named)
+        made = cq.assignments_made_under
+        if (len(made) != len(under) or any(a is not b for a, b in zip(made, under))
+                or cq.assignments_height != parent.tree_height):
+            cq.assignments.clear()
+            cq.assignments_made_under = under
+            cq.assignments_height = parent.tree_height
+        return frs
 
     def _kept_assign(self, cq: ClusterQueueState, ws: WorkloadState, fit_only: bool,
                      moved: tuple[object, ...]) -> Entry:
@@ -263,7 +339,7 @@ class Scheduler:
         its cohort tree; within a pass only the first three can differ, and only through the
         scan kept (`resume_flavors`): an entry is kept only when the head had none before and
         after. The tree's usage and workloads are as its admissions and evictions of the pass
-        left them (its epoch, `_tree_changed`) plus the usage the caller moved for the while
+        left them (its epoch, counted by the classical preemptor: `_tree_changed`) plus the usage the caller moved for the while
         (`moved`: the cycle's reserved room and its victims' usage, named by value), so equal
         epochs and equal `moved` read equal quota. The searches' one side effect, deferring
         the ClusterQueue, was made when the entry was, and lasts for the pass. A preemptor
@@ -271,10 +347,11 @@ class Scheduler:
         tree, and asked again when a preemptor before it in the cycle took the same victims
         (`_overlapping`), while most cycles after a release only park woken heads."""
         kept = self._entries
-        if kept is None or _scan_kept(ws):
+        classical = self._classical
+        if kept is None or classical is None or _scan_kept(ws):
             return self.assign(cq, ws, fit_only)
         key = (ws.key, id(cq), fit_only, moved)
-        epoch = self._epochs.get(id(cq.node.root()), 0)
+        epoch = classical.epoch(cq.node)
         found = kept.get(key)
         if found is not None and found[0] == epoch:
             return Entry(cq, ws, found[1], list(found[2]))
@@ -368,7 +445,7 @@ class Scheduler:
         entries: list[Entry] = []
         # Nominating changes no usage and no workload: classical searches may share their reading.
         # The sharing must end with the nomination, whatever happens in it.
-        classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
+        classical = self._classical
         if classical is not None:
             classical.share_while_unchanged()
         hopeless: list[ClusterQueueState] = []  # queues whose head was parked still hopeless
@@ -392,7 +469,7 @@ class Scheduler:
                     continue
                 needs = self._still_hopeless(cq, ws)
                 if needs is not None:
-                    rule = _room_rule(cq, self.fair)
+                    rule = self._rule_of(cq)
                     if rule is not None and _holds_room(ws, rule, cq):
                         holding.append((cq, ws))
                         continue
@@ -421,9 +498,17 @@ class Scheduler:
         finally:
             if classical is not None:
                 classical.stop_sharing()
-        if hopeless and SETTLE_QUIET_TREES:
+        if SETTLE_QUIET_TREES and (hopeless or busy):  # busy: its trees are scanned again once quiet
             self._settle_quiet_trees(hopeless, busy)
         return entries
+
+    def _rule_of(self, cq: ClusterQueueState) -> dict[str, int] | None:
+        rules = self._rules
+        name = cq.name
+        if name in rules:
+            return rules[name]
+        rule = rules[name] = _room_rule(cq, self.fair)
+        return rule
 
     def _hold_room(self, entries: list[Entry], batch: list[tuple[ClusterQueueState, WorkloadState]],
                    entered: dict[int, None]) -> None:
@@ -452,7 +537,7 @@ class Scheduler:
                 blocker = queue.blocker
                 if blocker is None or not member.active:
                     continue
-                rule = _room_rule(member, self.fair)
+                rule = self._rule_of(member)
                 if rule is None:
                     continue
                 ws = state.workloads[cast(str, blocker[3])]
@@ -462,56 +547,90 @@ class Scheduler:
                 entries.append(self.assign(member, ws))
 
     def _settle_quiet_trees(self, hopeless: list[ClusterQueueState], busy: dict[int, None]) -> None:
-        """Park at once the ready heads of every cohort tree that has gone quiet: a tree all of
-        whose heads in this cycle were parked still hopeless, and every other ready head of
-        whose queues is still hopeless now.
+        """Park at once the ready heads of every cohort tree that has gone quiet (a tree all of
+        whose heads in this cycle were parked still hopeless) and every other ready head of
+        whose queues is still hopeless now; and, in a cycle where every tree went quiet, the
+        first ready heads of every queue up to the cycle in which a head of some tree may fit.
 
-        Such a tree changes no more in this input event: it has no entry in this cycle, and
+        Such a tree changes no more until it has an entry: it has none in this cycle, and
         nothing else in a cycle moves a tree's usage, candidates or statuses but its own
         entries (victims are taken within the tree, wakes follow its releases). So each of its
         ready heads would, one cycle after another, head its queue, be found still hopeless
         against this same quota, and be parked filed as it is filed here, with nothing else
         happening in the tree: the one-per-cycle parking of a release's woken herd, done in one
-        pass. What one pass does not reproduce, it refuses: a sticky head (it heads its queue
-        instead) and a waiting preemptor of the tree (it joins every cycle in which its tree
-        has a head). A tree found with a head that may fit is not scanned again until it has an
-        entry (`_unquiet`)."""
+        pass. When every tree is quiet and the earliest head that may fit is the k-th ready
+        head of its queue, the k cycles before its turn park the first k ready heads of every
+        queue and decide nothing: they are parked here, and that head is an entry in the next
+        cycle, where the heads that hold room are evaluated beside it, in the same cycle as
+        every other tree's next entry (a tree's entries must not move to another cycle than
+        other trees': the decisions of one event are ordered by cycle). What one pass does not
+        reproduce, it refuses: a sticky head (it heads its queue instead) and a waiting
+        preemptor of the tree (it joins every cycle in which its tree has a head); and heads in
+        part where a queue's next head is not its first ready class (a preemptor workload,
+        admission fair sharing). A tree with a head that may fit, or refused, is not scanned
+        again until it has an entry (`_unquiet`); one with a head that may fit is, in a cycle
+        where every tree is quiet and none was refused."""
         state = self.state
+        unquiet = self._unquiet
         for root_id in busy:
-            self._unquiet.pop(root_id, None)
-        trees: dict[int, list[ClusterQueueState]] = {}
-        for cq in hopeless:
-            root_id = id(cq.node.root())
-            if root_id in busy or root_id in self._unquiet:
-                continue
-            trees.setdefault(root_id, []).append(cq)
-        if not trees:
-            return
+            unquiet.pop(root_id, None)
         waiting: dict[int, None] = {}
         for name in state.waiting_preemptors:
             preemptor = state.cluster_queues.get(name)
             if preemptor is not None:
                 waiting[id(preemptor.node.root())] = None
+        # Every tree with a ready head had one in this cycle, none has an entry, and none was
+        # refused for what lasts until its next entry: trees with a head that may fit are
+        # scanned again, for how many cycles before its turn.
+        all_quiet = PARK_LEADING_HEADS and not busy
+        if all_quiet:
+            for cq in hopeless:
+                root_id = id(cq.node.root())
+                if unquiet.get(root_id) or root_id in waiting:
+                    all_quiet = False
+                    break
+        trees: dict[int, list[ClusterQueueState]] = {}
+        for cq in hopeless:
+            root_id = id(cq.node.root())
+            if root_id in busy or (root_id in unquiet and not all_quiet):
+                continue
+            trees.setdefault(root_id, []).append(cq)
+        if not trees:
+            return
         workloads = state.workloads
+        # Trees where a ready head may fit: how many cycles before its turn, and the filings.
+        leading: list[tuple[int, list[tuple[ClusterQueueState, list[tuple[int, Status, tuple[str, int] | None]]]]]] = []
+        in_part = all_quiet  # every tree's next cycles can be parked in part
         for root_id, cqs in trees.items():
             if root_id in waiting:
+                in_part = False
                 continue
             plan: list[tuple[ClusterQueueState, list[tuple[int, Status, tuple[str, int] | None]]]] = []
+            # The fewest ready heads before one that may fit, over this tree's queues where one
+            # was found (None: none was); a queue is not scanned past it.
+            stop: int | None = None
+            in_order = True  # every queue's next head is its first ready class
+            refused = False
+            lasting = False  # refused for what lasts until the tree's next entry
             for cq in cqs:
                 queue = cq.queue
                 if queue.strict:
                     continue  # its failed head blocks it: nothing else of it heads a cycle
                 if cq.sticky is not None:
-                    plan = []
+                    refused = lasting = True
                     break
+                if queue.fair is not None or cq.preemptor is not None:
+                    in_order = False
                 selector = cq.spec.namespace_selector
                 selected: dict[str, bool] = {}  # namespace -> selected by cq (one read each)
                 # The tree's quota does not move while it is quiet: each resource's best
                 # availability over its group's flavors is read once, not once per head.
                 best = _best_available(cq)
-                rule = _room_rule(cq, self.fair)
+                rule = self._rule_of(cq)
                 filings: list[tuple[int, Status, tuple[str, int] | None]] = []
                 for key, cls in queue.ready:
+                    if stop is not None and len(filings) >= stop:
+                        break
                     ws = workloads[cast(str, key[3])]
                     spec = ws.spec
                     namespace = spec.namespace
@@ -519,21 +638,35 @@ class Scheduler:
                     if chosen is None:
                         chosen = selected[namespace] = selector.matches(state.namespace_labels(namespace))
                     if not chosen or spec.resources_error is not None:
+                        stop = len(filings)
                         break
                     needs = self._still_hopeless(cq, ws, best)
                     if needs is None:
+                        stop = len(filings)
                         break
                     assert ws.last_status is not None
                     # One that would hold room waits for any release, as in `_nominate`.
                     filings.append((cls, ws.last_status, None if rule is not None and _holds_room(ws, rule, cq, best) else needs))
+                if stop is not None and (not in_order or not in_part):
+                    refused = True
+                    lasting = not in_order
+                    break
+                plan.append((cq, filings))
+            if refused or stop is not None:
+                unquiet[root_id] = lasting
+                if refused:
+                    in_part = False
                 else:
-                    plan.append((cq, filings))
-                    continue
-                self._unquiet[root_id] = None
-                plan = []
-                break
+                    assert stop is not None
+                    leading.append((stop, plan))
+                continue
             for cq, filings in plan:
                 cq.queue.park_ready(filings)
+        if in_part and leading:
+            cycles = min(stop for stop, _ in leading)
+            for _, plan in leading:
+                for cq, filings in plan:
+                    cq.queue.park_ready(filings[:cycles])
 
     def run_cycle(self, out: Emitter, batch: list[tuple[ClusterQueueState, WorkloadState]]) -> None:
         state = self.state
@@ -559,6 +692,12 @@ class Scheduler:
         # for preemptors that cannot get any, so lower-ranked entries cannot take that room.
         reserved: list[tuple[ClusterQueueState, dict[FR, int]]] = []
         held: list[tuple[ClusterQueueState, dict[FR, int]]] = []  # held in every cycle of its tree
+        # Room held by entries that found no candidates, not set aside yet: only an entry that
+        # reads the quota after them needs it there (`_set_aside`), and most cycles of a woken
+        # herd have none (classical only: fair sharing's tournament reads the usage as it goes).
+        deferred: list[tuple[ClusterQueueState, dict[FR, int]]] | None = (
+            [] if DEFER_HELD_ROOM and not self.fair else None
+        )
         victims: dict[str, None] = {}
         # The same victims' usage, by the id of their cohort tree's root (for _overlapping).
         gone: dict[int, list[tuple[QuotaNode, dict[FR, int]]]] = {}
@@ -579,14 +718,16 @@ class Scheduler:
                 if self._resumed_in_vain(cq, ws):
                     retry_strict.append(cq)
                 if cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors:
-                    reserved.append((cq, _capacity_to_reserve(cq, assignment)))
-                    cq.node.add_usages(reserved[-1][1])
-                    if cq.queue.strict:
-                        # A blocked StrictFIFO head holds this room in every cycle of its tree
-                        # (`_hold_room`), as Kueue's, retried in every cycle, does: what it keeps
-                        # out waits for a release rather than retry in vain.
-                        held.append(reserved[-1])
+                    # Its own node's usage, which the amount reads, moves with no other entry.
+                    room = (cq, _capacity_to_reserve(cq, assignment))
+                    if deferred is not None:
+                        deferred.append(room)
+                    else:
+                        _set_aside([room], reserved, held)
                 continue
+            if deferred:
+                _set_aside(deferred, reserved, held)
+                deferred.clear()
             if any(t.ws.key in victims for t in entry.targets):
                 self._overlapping(out, entry, gone.get(id(cq.node.root()), []), reserved, held)
                 continue
@@ -656,12 +797,10 @@ class Scheduler:
     def _tree_changed(self, cq: ClusterQueueState) -> None:
         """A workload was admitted, evicted or released in cq's cohort tree (victims are in
         their preemptor's tree): the classical searches and entries kept for its heads are
-        stale."""
-        root = id(cq.node.root())
-        self._epochs[root] = self._epochs.get(root, 0) + 1
-        preemptor = self.preemptor
-        if isinstance(preemptor, ClassicalPreemptor):
-            preemptor.tree_changed(cq.node)
+        stale (the classical preemptor counts it: its epoch)."""
+        classical = self._classical
+        if classical is not None:
+            classical.tree_changed(cq.node)
 
     def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState,
                         best: dict[str, int] | None = None) -> tuple[str, int] | None:
@@ -875,6 +1014,22 @@ KEEP_ENTRIES = True
 # decisions, checked against parking them one cycle at a time by tests/domain/test_fast_paths.py.
 SETTLE_QUIET_TREES = True
 
+# In a quiet tree where a ready head may fit, park the heads before it in one pass too
+# (Scheduler._settle_quiet_trees): the same decisions, checked against parking them one cycle at
+# a time by tests/domain/test_fast_paths.py.
+PARK_LEADING_HEADS = True
+
+# Set aside the room of entries that found no candidates only when a later entry of the cycle
+# reads the quota (Scheduler.run_cycle): the same decisions, checked against setting it aside at
+# once by tests/domain/test_fast_paths.py.
+DEFER_HELD_ROOM = True
+
+# Keep the flavor assignments of non-preemptive heads across events, while the configuration
+# and the usage they read stay (Scheduler._kept_across): the same decisions, checked against
+# assigning every time by tests/domain/test_fast_paths.py.
+KEEP_ASSIGNMENTS = True
+_KEPT_ASSIGNMENTS_LIMIT = 512  # per ClusterQueue; when full it starts again (costs only keeping)
+
 # Statuses a head gets from its place in one cycle rather than from its own evaluation.
 _CYCLE_MESSAGES = frozenset((reasons.MSG_NO_LONGER_FITS, reasons.MSG_OVERLAPPING_TARGETS))
 
@@ -1044,6 +1199,21 @@ def _fits(cq: ClusterQueueState, assignment: Assignment, targets: list[Target]) 
         if t.ws.admission is not None:
             t.cq.node.add_usages(_usage(t))
     return fits
+
+
+def _set_aside(holds: list[tuple[ClusterQueueState, dict[FR, int]]],
+               reserved: list[tuple[ClusterQueueState, dict[FR, int]]],
+               held: list[tuple[ClusterQueueState, dict[FR, int]]]) -> None:
+    """Set aside for the rest of the cycle the room of entries that found no candidates, in
+    their order. A blocked StrictFIFO head holds this room in every cycle of its tree
+    (`_hold_room`), as Kueue's, retried in every cycle, does: what it keeps out waits for a
+    release rather than retry in vain (`held`)."""
+    for room in holds:
+        reserved.append(room)
+        cq = room[0]
+        cq.node.add_usages(room[1])
+        if cq.queue.strict:
+            held.append(room)
 
 
 def _capacity_to_reserve(cq: ClusterQueueState, assignment: Assignment) -> dict[FR, int]:

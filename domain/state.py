@@ -15,7 +15,7 @@ from typing import Any, cast
 from domain.admission_fair_sharing import UsageLedger
 from domain.candidate_index import CandidateIndex
 from domain.decisions import PodSetAssignment
-from domain.flavor_assigner import Plans
+from domain.flavor_assigner import Assignment, Plans
 from domain.objects import (
     AdmissionCheckSpec,
     ClusterQueueSpec,
@@ -106,6 +106,12 @@ class ClusterQueueState:
     preemptor: str | None = None
     # Flavor-assignment plans for `groups` (flavor_assigner._plan): derived, never serialized.
     plans: Plans = field(default_factory=dict)
+    # Flavor assignments kept across events (scheduler.Scheduler._kept_across): per pod-sets
+    # tuple (by id; the tuple kept), the usage they read and the assignment; and what of the
+    # configuration they were made under (objects compared by identity). Derived, never serialized.
+    assignments: dict[int, tuple[object, tuple[int, ...], Assignment]] = field(default_factory=dict)
+    assignments_made_under: tuple[object, ...] = ()
+    assignments_height: int = -1  # the cohort's tree height they were made under
 
     @property
     def name(self) -> str:

@@ -109,6 +109,11 @@ class ClassicalPreemptor:
         root = id(node.root())
         self._epochs[root] = self._epochs.get(root, 0) + 1
 
+    def epoch(self, node: QuotaNode) -> int:
+        """How many times the pass admitted or evicted in node's cohort tree so far: what a
+        reader keeps for that tree holds while this stays (the scheduler's kept entries too)."""
+        return self._epochs.get(id(node.root()), 0)
+
     def share_while_unchanged(self) -> None:
         """From now until `stop_sharing`, nothing but these searches touches the quota or the
         workloads (a nomination phase): searches of heads of one flat cohort share their

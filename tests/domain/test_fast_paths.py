@@ -8,6 +8,7 @@ shortcut are taken (checked)."""
 from __future__ import annotations
 
 import copy
+import importlib
 import random
 from typing import Any
 
@@ -203,3 +204,115 @@ def test_a_quiet_trees_heads_parked_at_once_as_one_cycle_at_a_time(seed: int, mo
     assert settled["heads"] and settled["refused"]
     monkeypatch.setattr(scheduler, "SETTLE_QUIET_TREES", False)
     assert decide(stream) == at_once
+
+
+# The depth sweep's stream generators (imported by name: mypy checks the engine and its tests,
+# not the benchmarks and the shell they reach).
+depth_sweep: Any = importlib.import_module("bench.depth_sweep")
+
+
+def _held_room_streams(seed: int) -> list[Any]:
+    """Backlogs of many shapes in cohorts whose queues cannot always reclaim (their heads hold
+    room): random flat cohorts (in Batches for odd seeds), and a small no-preemption depth sweep
+    stream, whose releases wake tens of heads per queue."""
+    stream: list[Any] = mixed_stream(seed, events=500, cohorts=2, queues_per_cohort=4)
+    if seed % 2:
+        stream = batched(stream, seed)
+    sweep = depth_sweep.sweep_stream("BestEffortFIFO", "none", depth=16, cohorts=2, per_cohort=3,
+                                     events=120, seed=seed)
+    return [stream, sweep.prelude + sweep.timed]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_quiet_trees_heads_before_one_that_may_fit_parked_at_once_as_one_cycle_at_a_time(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scheduler._settle_quiet_trees parks, in a quiet tree where a ready head may fit, the
+    ready heads that the cycles before its turn would park; against settling whole trees only
+    (PARK_LEADING_HEADS off) and against parking one cycle at a time (SETTLE_QUIET_TREES off)."""
+    leading = {"parks": 0}
+    original = queues.PendingQueue.park_ready
+
+    def counted(self: Any, filings: list[Any]) -> None:
+        leading["parks"] += 0 < len(filings) < len(self.ready)
+        original(self, filings)
+
+    for stream in _held_room_streams(seed):
+        monkeypatch.setattr(queues.PendingQueue, "park_ready", counted)
+        fast = decide(stream)
+        monkeypatch.setattr(queues.PendingQueue, "park_ready", original)
+        monkeypatch.setattr(scheduler, "PARK_LEADING_HEADS", False)
+        assert decide(stream) == fast
+        monkeypatch.setattr(scheduler, "SETTLE_QUIET_TREES", False)
+        assert decide(stream) == fast
+        monkeypatch.setattr(scheduler, "PARK_LEADING_HEADS", True)
+        monkeypatch.setattr(scheduler, "SETTLE_QUIET_TREES", True)
+    assert leading["parks"] > 5  # the deep stream's quiet trees had heads that may fit behind others
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_room_held_by_heads_without_candidates_set_aside_only_when_read(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scheduler.run_cycle sets aside the room of entries that found no candidates when a later
+    entry of the cycle reads the quota (DEFER_HELD_ROOM), and not at all when none does; against
+    setting it aside at once. Both happen on these streams (checked)."""
+    seen = {"holds": 0, "late": 0}
+    reserve, set_aside = scheduler._capacity_to_reserve, scheduler._set_aside
+
+    def counted_reserve(*a: Any) -> Any:
+        seen["holds"] += 1
+        return reserve(*a)
+
+    def counted_set_aside(holds: list[Any], *a: Any) -> None:
+        seen["late"] += len(holds)
+        set_aside(holds, *a)
+
+    for stream in _held_room_streams(seed):
+        monkeypatch.setattr(scheduler, "_capacity_to_reserve", counted_reserve)
+        monkeypatch.setattr(scheduler, "_set_aside", counted_set_aside)
+        deferred = decide(stream)
+        monkeypatch.undo()
+        monkeypatch.setattr(scheduler, "DEFER_HELD_ROOM", False)
+        assert decide(stream) == deferred
+        monkeypatch.undo()
+    assert 0 < seen["late"] < seen["holds"]  # some room was set aside late, some never
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_assignments_kept_across_events_are_those_made_again(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scheduler._kept_across: a non-preemptive head's flavor assignment, kept while the
+    configuration and the usage it read stay, is given again (KEEP_ASSIGNMENTS); against
+    assigning every time. The random streams change quotas, cohorts, flavors' presence and
+    stop queues between the assignments kept (churned_config_stream); a deeper no-preemption
+    sweep stream, where pending workloads' finishes retry the woken heads without moving any
+    quota, keeps many (checked)."""
+    seen = {"kept": 0}
+    assign = scheduler.Scheduler.assign
+    cycles = scheduler.Scheduler._cycles
+
+    def counted(self: Any, cq: Any, ws: Any, fit_only: bool = False) -> Any:
+        made = {"n": 0}
+
+        def counting(*a: Any) -> Any:
+            made["n"] += 1
+            return cycles(self, *a)
+
+        self._cycles = counting
+        try:
+            return assign(self, cq, ws, fit_only)
+        finally:
+            del self._cycles
+            seen["kept"] += made["n"] == 0
+
+    deep = depth_sweep.sweep_stream("BestEffortFIFO", "none", depth=40, cohorts=2, per_cohort=3, events=150,
+                                    seed=seed)
+    streams = [_held_room_streams(seed)[0], churned_config_stream(seed), deep.prelude + deep.timed]
+    for stream in streams:
+        monkeypatch.setattr(scheduler.Scheduler, "assign", counted)
+        kept = decide(stream)
+        monkeypatch.undo()
+        monkeypatch.setattr(scheduler, "KEEP_ASSIGNMENTS", False)
+        assert decide(stream) == kept
+        monkeypatch.undo()
+    assert seen["kept"] > 20
