@@ -393,7 +393,7 @@ class Scheduler:
                 needs = self._still_hopeless(cq, ws)
                 if needs is not None:
                     rule = _room_rule(cq, self.fair)
-                    if rule is not None and _holds_room(ws, rule):
+                    if rule is not None and _holds_room(ws, rule, cq):
                         holding.append((cq, ws))
                         continue
                     assert ws.last_status is not None
@@ -457,7 +457,7 @@ class Scheduler:
                     continue
                 ws = state.workloads[cast(str, blocker[3])]
                 last = ws.last_status
-                if last is None or last[0] != reasons.WAITING_FOR_QUOTA or not _holds_room(ws, rule):
+                if last is None or last[0] != reasons.WAITING_FOR_QUOTA or not _holds_room(ws, rule, member):
                     continue
                 entries.append(self.assign(member, ws))
 
@@ -525,7 +525,7 @@ class Scheduler:
                         break
                     assert ws.last_status is not None
                     # One that would hold room waits for any release, as in `_nominate`.
-                    filings.append((cls, ws.last_status, None if rule is not None and _holds_room(ws, rule) else needs))
+                    filings.append((cls, ws.last_status, None if rule is not None and _holds_room(ws, rule, cq, best) else needs))
                 else:
                     plan.append((cq, filings))
                     continue
@@ -902,8 +902,8 @@ def _severity(entry: Entry) -> int:
 def _room_rule(cq: ClusterQueueState, fair: bool) -> dict[str, int] | None:
     """Which heads of cq, waiting for quota that no preemption frees, Kueue holds room for
     (`_holds_room`): None for none; an empty dict for all; else, per covered resource, the
-    largest nominal quota of its group's flavors: a head asking more of a resource than that is
-    NoFit, and holds nothing.
+    largest nominal quota of its group's flavors: a head asking more of a resource than that,
+    and more than its flavors have available, is NoFit and holds nothing.
 
     Kueue's processEntry, for an entry that needs preemption and finds no candidates, calls
     reserveCapacityForUnreclaimablePreempt (pkg/scheduler/scheduler.go): unless the ClusterQueue
@@ -934,18 +934,30 @@ def _room_rule(cq: ClusterQueueState, fair: bool) -> dict[str, int] | None:
     return caps
 
 
-def _holds_room(ws: WorkloadState, caps: dict[str, int]) -> bool:
-    """Would Kueue hold room for this head, which cannot fit and finds no preemption target
-    (`_room_rule`'s answer for its ClusterQueue)? False when some pod set asks, at its smallest
-    count, more of a resource than every flavor's nominal quota: that resource is NoFit in every
-    flavor, and so is the entry."""
+def _holds_room(ws: WorkloadState, caps: dict[str, int], cq: ClusterQueueState,
+                best: dict[str, int] | None = None) -> bool:
+    """Would Kueue hold room for this head of cq, which cannot fit and finds no preemption
+    target (`_room_rule`'s answer for cq)? False when some pod set asks, at its smallest count,
+    more of a resource than every flavor of its group can give: above the flavor's nominal quota
+    (so no preemption is sought) and above what the flavor has available to cq now, borrowing
+    included (so it does not fit). Kueue's fitsResourceQuota gives NoFit only then: a request
+    above nominal that fits by borrowing is Fit for that resource, and the entry's other
+    resources decide. Per flavor, a request is NoFit where it exceeds both amounts, so it is
+    NoFit in every flavor exactly when it exceeds both the largest nominal (`caps`) and the
+    largest availability (`best`, `_best_available` of cq, read only when needed). A False
+    answer is a proof; a True one costs at most a flavor assignment, which decides."""
     if not caps:
         return True
     for ps in ws.spec.pod_sets:
         count = ps.min_count if ps.min_count is not None else ps.count
         for res, per_pod in ps.per_pod:
             cap = caps.get(res)
-            if cap is not None and per_pod > 0 and per_pod * count > cap:
+            need = per_pod * count
+            if cap is None or per_pod <= 0 or need <= cap:
+                continue
+            if best is None:
+                best = _best_available(cq)
+            if need > best.get(res, -1):
                 return False
     return True
 
