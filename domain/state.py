@@ -77,6 +77,11 @@ class WorkloadState:
     # eviction time only while that Evicted condition stands, and a new quota reservation resets
     # it (pkg/workload/workload.go SetQuotaReservation, GetQueueOrderTimestamp).
     created_queue_time: int | None = None
+    # The input offset in which a cycle met only its failed first flavor scan, leaving the
+    # resumed scan that works to the next cycle (scheduler.Scheduler._deferred); -1: none. Once
+    # per offset, so that an event's cycles reach a fixed point. Compared with the offset being
+    # applied only, so a snapshot need not keep it.
+    deferred_at: int = -1
 
     @property
     def key(self) -> str:
