@@ -625,7 +625,12 @@ class Scheduler:
                 status = (reasons.WAITING_FOR_QUOTA, reasons.MSG_NO_LONGER_FITS)
                 if self._held_by_preemptors(cq, assignment, entry.targets, held):
                     # A preemptor waiting for its victims holds the room, in every cycle until
-                    # they are gone: wait for that release rather than retry in vain.
+                    # they are gone: wait for that release rather than retry in vain. Skipped
+                    # for capacity an earlier entry took, it keeps its flavor scan's progress
+                    # (Kueue's markSkipped): woken by that release within this input event, it
+                    # resumes the scan, as Kueue's next cycle does.
+                    if assignment.pending_flavors():
+                        ws.resume_flavors = (state.offset, assignment.tried)
                     if cq.sticky == ws.key:
                         # Itself a preemptor waiting for its own victims, it still heads its
                         # queue, as in Kueue (requeued after nomination, it is the head again
