@@ -23,7 +23,7 @@ from domain import local_queue_usage, reasons
 from domain.decisions import Admitted, Applied
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput
-from domain.lifecycle import evict
+from domain.lifecycle import evict, order_by_eviction
 from domain.names import subdomain_problem
 from domain.objects import checked
 from domain.state import State
@@ -35,7 +35,7 @@ CONDITION_MESSAGE_MAX = 32768  # a Kubernetes condition's message
 
 def retry_queue_time(queue_time: int, clock: int) -> int:
     """Kueue requeues a Retry-evicted workload by its eviction time (the log's clock): behind
-    the others."""
+    the others, until it reserves quota again (lifecycle.order_by_creation)."""
     return max(queue_time, clock)
 
 
@@ -70,8 +70,7 @@ def check_state_changed(state: State, raw: Mapping[str, Any], out: Emitter, batc
             local_queue_usage.admitted(state, ws)
             out.emit(Admitted, key, clusterQueue=admission.cluster_queue, podSetAssignments=admission.pod_sets)
     elif new_state == "Retry":
-        ws.queue_time = retry_queue_time(ws.queue_time, state.clock)
-        ws.order_key = (-ws.priority, ws.queue_time, ws.seq, ws.key)
+        order_by_eviction(ws, retry_queue_time(ws.queue_time, state.clock))
         evict(state, out, ws, reasons.ADMISSION_CHECK, f"Evicted due to AdmissionCheck in Retry state: {detail}")
     elif new_state == "Rejected":
         ws.spec = msgspec.structs.replace(ws.spec, active=False)

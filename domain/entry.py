@@ -8,7 +8,7 @@ from domain.state import ClusterQueueState, WorkloadState
 
 
 class Entry:
-    __slots__ = ("cq", "ws", "assignment", "targets")
+    __slots__ = ("cq", "ws", "assignment", "targets", "deferred")
 
     def __init__(self, cq: ClusterQueueState, ws: WorkloadState, assignment: Assignment,
                  targets: list[Target] | None = None) -> None:
@@ -16,6 +16,9 @@ class Entry:
         self.ws = ws
         self.assignment = assignment
         self.targets: list[Target] = [] if targets is None else targets
+        # A failed first flavor scan whose resumed scan works: this cycle meets only the
+        # failure, the next resumes the scan (Scheduler._deferred).
+        self.deferred = False
 
     def order(self) -> tuple[int, int, int, int]:
         """Kueue's classical order: no borrowing first, then priority, then queue time."""

@@ -23,7 +23,7 @@ from domain.objects import ANY, IMMEDIATE, NEVER, STOP_NONE
 from domain.preemption.policy import never_preempts
 from domain.queues import PendingQueue, Status
 from domain.quota import FR, QuotaNode
-from domain.shared_values import shared_status
+from domain.shared_values import order_key, shared_status
 from domain.state import Admission, ClusterQueueState, State, WorkloadState
 from domain.workload import PodSet
 
@@ -80,8 +80,8 @@ def rebuild_queue(state: State, cq: ClusterQueueState, strict: bool) -> None:
     in its order, none parked (a new queue, tried afresh)."""
     old = cq.queue
     cq.queue = new_queue(state, cq, strict)
-    for order_key in list(old.keys()):
-        cq.queue.push(order_key, equivalence_class(state.workloads[cast(str, order_key[3])], cq))
+    for key in list(old.keys()):
+        cq.queue.push(key, equivalence_class(state.workloads[cast(str, key[3])], cq))
     if cq.active and cq.queue.is_ready():
         state.ready[cq.name] = None
 
@@ -181,6 +181,7 @@ def unroute(state: State, ws: WorkloadState, admitted: bool = False) -> None:
 def admit(state: State, out: Emitter, cq: ClusterQueueState, ws: WorkloadState, admission: Admission) -> None:
     """Reserve quota; Admitted at once, or QuotaReserved while admission checks are not Ready."""
     unroute(state, ws, admitted=True)
+    order_by_creation(ws)
     cq.node.add_usages(admission.usage)
     cq.admitted[ws.key] = None
     ws.cluster_queue = cq.name
@@ -381,6 +382,28 @@ def set_priority(state: State, ws: WorkloadState, priority: int) -> None:
         admission = ws.admission
         candidates = state.cluster_queues[admission.cluster_queue].candidates
         candidates.refile(ws.key, ws.evicted, ws.priority, admission.sequence)
+
+
+def order_by_eviction(ws: WorkloadState, at: int) -> None:
+    """An eviction whose time orders the workload in its queue until it reserves quota again
+    (Kueue's GetQueueOrderTimestamp: an admission check's Retry; a PodsReady timeout with
+    `timestamp: Eviction`). Called before it queues again."""
+    if ws.created_queue_time is None:
+        ws.created_queue_time = ws.queue_time
+    ws.queue_time = at
+    ws.order_key = order_key(ws.priority, at, ws.seq, ws.key)
+
+
+def order_by_creation(ws: WorkloadState) -> None:
+    """A quota reservation resets the eviction that ordered the workload by its time (Kueue's
+    SetQuotaReservation sets the Evicted condition False), so its creation orders it again: in
+    its queue once it is evicted for another reason, and as a preemptor or candidate whose time
+    a policy compares (LowerOrNewerEqualPriority). Called while it is out of its queue."""
+    created = ws.created_queue_time
+    if created is not None:
+        ws.created_queue_time = None
+        ws.queue_time = created
+        ws.order_key = order_key(ws.priority, created, ws.seq, ws.key)
 
 
 def release_policy(state: State, cq: ClusterQueueState) -> str:

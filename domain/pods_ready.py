@@ -26,7 +26,7 @@ from domain import reasons
 from domain.decisions import Applied
 from domain.emitter import Emitter
 from domain.fields import Fields, InvalidInput
-from domain.lifecycle import evict, route, set_pending
+from domain.lifecycle import evict, order_by_eviction, route, set_pending
 from domain.pods_ready_config import EVICTION_TIMESTAMP
 from domain.state import State
 from domain.timers import PODS_READY, REQUEUE, PodsReadyState
@@ -83,9 +83,9 @@ def timed_out(state: State, out: Emitter, key: str, at: int) -> None:
     pods.requeue_count += 1
     pods.requeue_at = at + config.backoff(pods.requeue_count)
     if config.timestamp == EVICTION_TIMESTAMP:
-        # Kueue's GetQueueOrderTimestamp: the eviction's time orders it in its queue.
-        ws.queue_time = at
-        ws.order_key = (-ws.priority, at, ws.seq, ws.key)
+        # Kueue's GetQueueOrderTimestamp: the eviction's time orders it in its queue (until it
+        # reserves quota again).
+        order_by_eviction(ws, at)
     evict(state, out, ws, reasons.PODS_READY_TIMEOUT, reasons.MSG_PODS_READY_TIMEOUT.format(key=key))
 
 

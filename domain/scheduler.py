@@ -193,6 +193,9 @@ class Scheduler:
         # Per ClusterQueue, by name: the flavor-resources whose usage its kept assignments read
         # (`_usage_read`; empty: none kept).
         self._reads: dict[str, list[FR]] = {}
+        # True while a cycle's entries are made (`_nominate`): only they may leave a resumed
+        # flavor scan to the next cycle (`_deferred`).
+        self._nominating = False
 
     def schedule(self, out: Emitter) -> None:
         self._unquiet = {}
@@ -379,14 +382,14 @@ class Scheduler:
         would find. When none works, the attempt with the least severe reason answers (first
         among equals): the first scan's, unless a resumed one shows that the workload could fit
         in an emptier cluster."""
-        full = best = self._try_once(cq, ws, assigner, None, search, resume)
+        full = best = first = self._try_once(cq, ws, assigner, None, search, resume)
         resumes = 0
         while True:
             if _works(full):
-                return full
+                return self._deferred(first, full, resumes)
             partial = self._partial(cq, ws, assigner, search, resume)
             if partial is not None:
-                return partial
+                return self._deferred(first, partial, resumes)
             # The bound only guards against resumptions that would cycle (Kueue would keep
             # requeueing the workload); each starts past where the previous one stopped.
             if not full.assignment.pending_flavors() or resumes >= _MAX_RESUMES:
@@ -401,6 +404,23 @@ class Scheduler:
             full = self._try_once(cq, ws, assigner, None, search, resume)
             if not _works(full) and _severity(full) < _severity(best):
                 best = full
+
+    def _deferred(self, first: Entry, works: Entry, resumes: int) -> Entry:
+        """The entry of this cycle, once a scan of `_cycles` works. When it is a resumed scan,
+        Kueue's cycle ended the head's attempt at its failed first scan: it holds room for the
+        workload when that scan found no candidates (pkg/scheduler/scheduler.go,
+        reserveCapacityForUnreclaimablePreempt) and requeues it at once, flavors pending
+        (pkg/cache/queue/cluster_queue.go requeueIfNotPresent); its next cycle resumes the scan,
+        beside the other heads of that cycle. So the failure stands for this cycle and the next
+        resumes from it (`ws.resume_flavors`, set by `_cycles`). Once per head and input event:
+        later resumptions in the event are made at once, as before, so that the event's cycles
+        reach a fixed point (Kueue may go on resuming in every cycle)."""
+        ws = first.ws
+        if resumes == 0 or not self._nominating or ws.deferred_at == self.state.offset:
+            return works
+        ws.deferred_at = self.state.offset
+        first.deferred = True
+        return first
 
     @staticmethod
     def _try_once(cq: ClusterQueueState, ws: WorkloadState, assigner: FlavorAssigner,
@@ -454,6 +474,7 @@ class Scheduler:
         # the trees with an entry in this cycle, where that room matters.
         holding: list[tuple[ClusterQueueState, WorkloadState]] = []
         entered: dict[int, None] = {}
+        self._nominating = True
         try:
             for cq, ws in batch:
                 if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
@@ -496,6 +517,7 @@ class Scheduler:
                 cq.queue.park(ws.order_key, ws.last_status)
                 hopeless.append(cq)
         finally:
+            self._nominating = False
             if classical is not None:
                 classical.stop_sharing()
         if SETTLE_QUIET_TREES and (hopeless or busy):  # busy: its trees are scanned again once quiet
@@ -708,6 +730,15 @@ class Scheduler:
         retry_strict: list[ClusterQueueState] = []  # StrictFIFO heads to try afresh next cycle
         for entry in ordered:
             cq, ws, assignment = entry.cq, entry.ws, entry.assignment
+            if entry.deferred:
+                # Its resumed scan is made next cycle (`_deferred`); it keeps its place and its
+                # status meanwhile, and holds its room in this one as a head without candidates.
+                if assignment.mode != MODE_NO_FIT and (
+                    cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors
+                ):
+                    reserved.append((cq, _capacity_to_reserve(cq, assignment)))
+                    cq.node.add_usages(reserved[-1][1])
+                continue
             if assignment.mode == MODE_NO_FIT:
                 self._park(out, cq, ws, (assignment.no_fit_reason, assignment.message()))
                 if self._resumed_in_vain(cq, ws):
@@ -735,7 +766,12 @@ class Scheduler:
                 status = (reasons.WAITING_FOR_QUOTA, reasons.MSG_NO_LONGER_FITS)
                 if self._held_by_preemptors(cq, assignment, entry.targets, held):
                     # A preemptor waiting for its victims holds the room, in every cycle until
-                    # they are gone: wait for that release rather than retry in vain.
+                    # they are gone: wait for that release rather than retry in vain. Skipped
+                    # for capacity an earlier entry took, it keeps its flavor scan's progress
+                    # (Kueue's markSkipped): woken by that release within this input event, it
+                    # resumes the scan, as Kueue's next cycle does.
+                    if assignment.pending_flavors():
+                        ws.resume_flavors = (state.offset, assignment.tried)
                     if cq.sticky == ws.key:
                         # Itself a preemptor waiting for its own victims, it still heads its
                         # queue, as in Kueue (requeued after nomination, it is the head again

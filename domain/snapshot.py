@@ -28,7 +28,8 @@ from domain.workload import WorkloadSpec
 
 # 2: parked classes keep their filing by resource (QueueSnap.filed).
 # 3: a queue's preemptor workload, kept while it is parked (QueueSnap.preemptor).
-FORMAT_VERSION = 3
+# 4: a workload's creation queue time while an eviction's time orders it (created_queue_time).
+FORMAT_VERSION = 4
 
 
 class AdmissionSnap(msgspec.Struct, array_like=True):
@@ -51,6 +52,7 @@ class WorkloadSnap(msgspec.Struct, array_like=True):
     last_status: tuple[str, str] | None
     parked_on: str | None
     evicted: bool
+    created_queue_time: int | None
 
 
 class QueueSnap(msgspec.Struct, array_like=True):
@@ -146,6 +148,7 @@ def dump(engine: Engine) -> bytes:
             cast("tuple[str, str] | None", ws.last_status),
             ws.parked_on,
             ws.evicted,
+            ws.created_queue_time,
         )
         for ws in state.workloads.values()
     ]
@@ -215,6 +218,7 @@ def load(data: bytes) -> Engine:
         ws.last_status = None if w.last_status is None else shared_status(w.last_status)
         ws.parked_on = w.parked_on
         ws.evicted = w.evicted
+        ws.created_queue_time = w.created_queue_time
         state.workloads[key] = ws
         if w.admission is not None:
             a = w.admission

@@ -51,7 +51,7 @@ class Admission:
 class WorkloadState:
     spec: WorkloadSpec
     seq: int  # position in the input log (offset × 2^16 + index within a Batch)
-    queue_time: int
+    queue_time: int  # what orders it in its queue (Kueue's GetQueueOrderTimestamp)
     priority: int
     order_key: OrderKey
     cluster_queue: str | None = None  # ClusterQueue whose queue holds it, or that admitted it
@@ -72,6 +72,16 @@ class WorkloadState:
     # The progress is None once that assignment used it: the answer it holds came from a scan
     # that skipped earlier flavors, and its next assignment scans afresh.
     resume_flavors: tuple[int, list[dict[str, int]] | None] | None = None
+    # Its creation's queue time while an eviction's time orders it instead (an admission check's
+    # Retry, a PodsReady timeout with `timestamp: Eviction`); None otherwise. Kueue reads the
+    # eviction time only while that Evicted condition stands, and a new quota reservation resets
+    # it (pkg/workload/workload.go SetQuotaReservation, GetQueueOrderTimestamp).
+    created_queue_time: int | None = None
+    # The input offset in which a cycle met only its failed first flavor scan, leaving the
+    # resumed scan that works to the next cycle (scheduler.Scheduler._deferred); -1: none. Once
+    # per offset, so that an event's cycles reach a fixed point. Compared with the offset being
+    # applied only, so a snapshot need not keep it.
+    deferred_at: int = -1
 
     @property
     def key(self) -> str:

@@ -191,7 +191,10 @@ def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | No
     _reindex(state, ws, old, spec_kept)
     ws.spec = spec_kept
     if spec_kept.creation_time is not None:
-        ws.queue_time = spec_kept.creation_time
+        if ws.created_queue_time is not None:
+            ws.created_queue_time = spec_kept.creation_time  # an eviction's time still orders it
+        else:
+            ws.queue_time = spec_kept.creation_time
     set_priority(state, ws, priority)
     if not spec_kept.active:
         if ws.admission is None:

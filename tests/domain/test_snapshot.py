@@ -95,3 +95,27 @@ def test_snapshot_of_a_snapshot_is_identical() -> None:
 def test_garbage_is_refused() -> None:
     with pytest.raises(SnapshotError):
         load(b"\x00not a snapshot")
+
+
+RETRY = (
+    Path(__file__).parent.parent / "conformance" / "scenarios" / "admission_checks"
+    / "admission_check_retry_requeues_then_ready_admits.yaml"
+)
+
+
+def test_a_restored_workload_waiting_by_its_eviction_time_keeps_its_creation_time() -> None:
+    """Cut where team/w1 waits after an admission check's Retry, ordered by that eviction's
+    time: restored, it keeps both times, and its creation orders it again once it reserves."""
+    events = list(yaml.safe_load_all(RETRY.read_text()))
+    cut = 8
+    expected = run(Engine(), events, 0)
+    engine = Engine()
+    head = run_range(engine, events, 0, cut)
+    w1 = engine.state.workloads["team/w1"]
+    assert w1.admission is None and w1.created_queue_time is not None and w1.queue_time > w1.created_queue_time
+    restored = load(dump(engine))
+    kept = restored.state.workloads["team/w1"]
+    assert (kept.queue_time, kept.created_queue_time) == (w1.queue_time, w1.created_queue_time)
+    tail = run(restored, events, cut)
+    assert head + tail == expected
+    assert kept.admission is not None and kept.queue_time == w1.created_queue_time and kept.created_queue_time is None
