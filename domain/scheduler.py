@@ -196,6 +196,8 @@ class Scheduler:
         # True while a cycle's entries are made (`_nominate`): only they may leave a resumed
         # flavor scan to the next cycle (`_deferred`).
         self._nominating = False
+        # The heads whose resumed scan this cycle leaves to the next (`_deferred`), by key.
+        self._deferred_now: dict[str, None] = {}
 
     def schedule(self, out: Emitter) -> None:
         self._unquiet = {}
@@ -416,9 +418,15 @@ class Scheduler:
         later resumptions in the event are made at once, as before, so that the event's cycles
         reach a fixed point (Kueue may go on resuming in every cycle)."""
         ws = first.ws
-        if resumes == 0 or not self._nominating or ws.deferred_at == self.state.offset:
+        if resumes == 0 or not self._nominating:
             return works
-        ws.deferred_at = self.state.offset
+        if ws.key not in self._deferred_now:
+            if ws.deferred_at == self.state.offset:
+                return works
+            ws.deferred_at = self.state.offset
+            # Asked again in this cycle (a search's check, a kept entry remade), the head is
+            # still deferred: the answer of a cycle does not depend on how often it is asked.
+            self._deferred_now[ws.key] = None
         first.deferred = True
         return first
 
@@ -475,6 +483,7 @@ class Scheduler:
         holding: list[tuple[ClusterQueueState, WorkloadState]] = []
         entered: dict[int, None] = {}
         self._nominating = True
+        self._deferred_now = {}
         try:
             for cq, ws in batch:
                 if not cq.spec.namespace_selector.matches(state.namespace_labels(ws.spec.namespace)):
