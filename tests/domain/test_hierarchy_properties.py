@@ -560,8 +560,14 @@ def test_a_drained_tree_leaves_nothing_waiting(tree: Tree, ops_: list[Any]) -> N
     priority), is admitted back into the room its preemptor waits for, and is preempted again
     (--hypothesis-seed=105091441988696148405496938228199709709: a preemptor in cq-1-s0, under
     sub-1 under mid-1, and its victim in cq-1-0, under mid-1: Kueue's makeClassicalIterator in
-    pkg/scheduler/scheduler.go sorts them so, and its preemptor retries in every cycle)."""
-    tree = replace(tree, feature_gates=("PrioritizePreemptorWorkloads",))
+    pkg/scheduler/scheduler.go sorts them so, and its preemptor retries in every cycle).
+    And without reclaimWithinCohort Any (drawn as LowerPriority here), as in the preemption
+    module's drain: a reclaim that ignores priority closes a circle of preemptions that Kueue's
+    own scheduler goes round once per release, gate or not (the conformance scenario
+    reclaim_any_preemption_circle_goes_round_once_per_release)."""
+    tree = replace(tree, feature_gates=("PrioritizePreemptorWorkloads",), nodes=tuple(
+        replace(node, preemption=(node.preemption[0], "LowerPriority", node.preemption[2]))
+        if node.preemption[1] == "Any" else node for node in tree.nodes))
     engine = Engine()
     submitted: dict[str, dict[str, Any]] = {}
     for engine, _ledger, event, _decisions, _where in replay(tree, ops_, engine):
