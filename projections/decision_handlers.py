@@ -163,6 +163,9 @@ class DecisionHandlers:
             return
         if wv.queued_in is not None:
             self._dequeue(wv)
+        if wv.created_queue_time is not None:
+            # A quota reservation resets the Retry that ordered it by its eviction's time.
+            wv.queue_time, wv.created_queue_time = wv.created_queue_time, None
         usage = rec.usage
         if usage is None:  # (a record not made by decode_decision)
             usage = usage_of(d.podSetAssignments) or {}

@@ -56,6 +56,9 @@ class WorkloadView(msgspec.Struct, gc=False):
     ran_us: int = 0
     evicted_us: int = 0
     evicted_reason: str = ""
+    # Its creation's queue time while an admission check's Retry orders it by the eviction's
+    # time instead (until it reserves quota again, as the engine's lifecycle.order_by_creation).
+    created_queue_time: int | None = None
     # waitForPodsReady, as Kueue's PodsReady condition: ready since (µs; -1 while not ready);
     # whether they were ready since its admission (a loss then waits for recovery, and being
     # ready again is a recovery, not a start)

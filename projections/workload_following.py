@@ -169,7 +169,10 @@ class WorkloadFollower:
                 self.by_priority_class.setdefault(kept.priority_class, {})[wv.key] = None
         wv.spec = kept
         if kept.creation_time is not None:
-            wv.queue_time = kept.creation_time
+            if wv.created_queue_time is not None:
+                wv.created_queue_time = kept.creation_time  # a Retry's time still orders it
+            else:
+                wv.queue_time = kept.creation_time
         wv.priority = priority
         if not wv.active and kept.active and not wv.holding:
             wv.waiting_since_us = self.event_time_us  # reactivated: queued again now
@@ -195,6 +198,8 @@ class WorkloadFollower:
         if wv is None or state not in ("Retry", "Rejected"):
             return  # Pending changes nothing; Ready shows as an Admitted decision
         if state == "Retry":
+            if wv.created_queue_time is None:
+                wv.created_queue_time = wv.queue_time
             wv.queue_time = retry_queue_time(wv.queue_time, self.clock)
         else:
             count(self.lq_counts, wv, -1)
