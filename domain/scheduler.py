@@ -742,9 +742,7 @@ class Scheduler:
             if entry.deferred:
                 # Its resumed scan is made next cycle (`_deferred`); it keeps its place and its
                 # status meanwhile, and holds its room in this one as a head without candidates.
-                if assignment.mode != MODE_NO_FIT and (
-                    cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors
-                ):
+                if assignment.mode != MODE_NO_FIT and _reserves_room(cq, preemptors):
                     reserved.append((cq, _capacity_to_reserve(cq, assignment)))
                     cq.node.add_usages(reserved[-1][1])
                 continue
@@ -757,7 +755,7 @@ class Scheduler:
                 self._park(out, cq, ws, (reasons.WAITING_FOR_QUOTA, assignment.message()))
                 if self._resumed_in_vain(cq, ws):
                     retry_strict.append(cq)
-                if cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors:
+                if _reserves_room(cq, preemptors):
                     # Its own node's usage, which the amount reads, moves with no other entry.
                     room = (cq, _capacity_to_reserve(cq, assignment))
                     if deferred is not None:
@@ -1259,6 +1257,14 @@ def _set_aside(holds: list[tuple[ClusterQueueState, dict[FR, int]]],
         cq.node.add_usages(room[1])
         if cq.queue.strict:
             held.append(room)
+
+
+def _reserves_room(cq: ClusterQueueState, preemptors: frozenset[str]) -> bool:
+    """Whether an entry of cq that found no candidates holds its room for the rest of the cycle:
+    Kueue's reserveCapacityForUnreclaimablePreempt does unless the ClusterQueue can always
+    reclaim (reclaimWithinCohort Any), or for its active preemptor under
+    PrioritizePreemptorWorkloads (`preemptors`)."""
+    return cq.spec.preemption.reclaim_within_cohort != ANY or cq.name in preemptors
 
 
 def _capacity_to_reserve(cq: ClusterQueueState, assignment: Assignment) -> dict[FR, int]:
