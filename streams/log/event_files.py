@@ -220,7 +220,7 @@ def _split_documents(text: str) -> Iterator[str]:
             yield "\n".join(current)
             # A document may start on its marker's line (`--- {type: WorkloadFinished, ...}`):
             # what follows the marker is the new document's first line, never dropped.
-            current = [line[3:]]
+            current = [line[3:].lstrip(" \t")]
         else:
             current.append(line)
     yield "\n".join(current)
