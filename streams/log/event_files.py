@@ -218,7 +218,9 @@ def _split_documents(text: str) -> Iterator[str]:
     for line in text.splitlines():
         if _DOC_SEPARATOR.match(line):
             yield "\n".join(current)
-            current = []
+            # A document may start on its marker's line (`--- {type: WorkloadFinished, ...}`):
+            # what follows the marker is the new document's first line, never dropped.
+            current = [line[3:].lstrip(" \t")]
         else:
             current.append(line)
     yield "\n".join(current)

@@ -115,3 +115,26 @@ def test_an_export_records_the_log_time_of_records_without_a_time_of_their_own()
     engine = Engine()
     assert [type(d).__name__ for i, (e, t) in enumerate(events) for d in engine.apply(e, i, t)][:2] == [
         "Applied", "Applied"]
+
+
+def test_a_yaml_document_that_starts_on_its_marker_line_is_an_event(tmp_path: Path) -> None:
+    # `--- {...}` opens a document whose content is on the marker's line: YAML's own reading of
+    # the file, as yaml.safe_load_all gives it, at the offset of its place in the file.
+    import yaml
+
+    path = tmp_path / "events.yaml"
+    path.write_text(
+        "type: WorkloadFinished\nnamespace: a\nname: w0\n"
+        "--- {type: WorkloadFinished, namespace: a, name: w1}\n"
+        "---\ntype: WorkloadFinished\nnamespace: a\nname: w2\n"
+        "--- # a comment, then the document\ntype: WorkloadFinished\nnamespace: a\nname: w3\n"
+    )
+    expected = list(yaml.safe_load_all(path.read_text()))
+    assert [(o, e) for o, e, _ in positioned_events(path)] == list(enumerate(expected))
+    assert [e["name"] for _, e, _ in positioned_events(path)] == ["w0", "w1", "w2", "w3"]  # type: ignore[index]
+    # a tab after the marker separates as a space does (YAML's separation whitespace)
+    path.write_text(
+        "---\t{type: WorkloadFinished, namespace: a, name: w4}\n"
+        "---\t# a comment after a tab\ntype: WorkloadFinished\nnamespace: a\nname: w5\n"
+    )
+    assert [e["name"] for _, e, _ in positioned_events(path)] == ["w4", "w5"]  # type: ignore[index]
