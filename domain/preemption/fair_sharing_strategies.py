@@ -23,6 +23,7 @@ from domain.fair_sharing import (
 )
 from domain.local_queue_usage import by_usage, wants_fair
 from domain.objects import LOWER_OR_NEWER_EQUAL, NEVER
+from domain.preemption.fair_shortfall import cannot_fit
 from domain.preemption.policy import (
     Target,
     max_candidate_priority,
@@ -39,6 +40,10 @@ LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
 # Switch of the answers kept across one scheduling pass's nominations (`FairSharingPreemptor.targets`).
 KEEP_ANSWERS = True
+
+# Switch of the bound that answers a search no victim could satisfy before reading a candidate
+# (domain/preemption/fair_shortfall.py).
+BOUND_SEARCHES = True
 
 # A kept answer: the epoch of the preemptor's cohort tree it was found in, and the targets.
 Kept = tuple[int, tuple[Target, ...]]
@@ -114,6 +119,12 @@ class FairSharingPreemptor:
             return []  # a non-preemptive queue: no candidate can exist
         self._lendable = {}  # one attempt sees one configuration
         candidates = self._candidates(cq, ws, frs)
+        if BOUND_SEARCHES and cannot_fit(cq, ws, requests, frs,
+                                         [q.member for q in candidates.values() if q.member is not cq],
+                                         self._lendable):
+            # Speed-up, exact (fair_shortfall.py): no victim it could take makes it fit; the
+            # search's one side effect, deferring the ClusterQueue, `_candidates` has made.
+            return []
         if all(q.peek() is None for q in candidates.values()):
             return []
         strategies = self.state.configuration.fair_sharing_strategies

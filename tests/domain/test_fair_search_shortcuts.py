@@ -1,16 +1,19 @@
-"""The shortcuts of fair-sharing preemption searches change no decision: the answers kept
+"""The shortcuts of fair-sharing preemption searches change no decision: the bound that answers
+a search no victim could satisfy (domain/preemption/fair_shortfall.py), the answers kept
 across one scheduling pass's nominations (`FairSharingPreemptor.targets`: a search asked again on
 a cohort tree nothing was admitted to or evicted from since gets the same answer), the searches
 asked once per assigned workload (`Searches`, `scheduler.REMEMBER_FAIR`), and fair sharing's
 entries kept across one pass (`Scheduler._kept_assign`, `scheduler.KEEP_FAIR_ENTRIES`).
 
 Each stream is folded twice, once as the engine runs and once with every shortcut switched off
-(every search and every assignment made), and every decision is compared byte for byte. The
+(every search and every assignment made), and every decision is compared byte for byte. While
+the bound is on, each time it answers "cannot fit" the search it replaces is also made, and must
+find nothing and defer the ClusterQueue alike. The
 streams: flat cohorts with random preemption policies and fair-sharing strategies, in Batches
 too; three- and four-level cohort trees under fair sharing, both release modes, random weights
 and strategies; and small versions of the depth sweep's fair-sharing backlogs
 (bench/depth_sweep.py). Where a stream makes many searches, each shortcut is checked to have
-been taken."""
+been taken (the bound too)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ depth_sweep: Any = importlib.import_module("bench.depth_sweep")
 Seen = dict[str, int]
 
 SWITCHES: tuple[tuple[Any, str], ...] = (
+    (fair, "BOUND_SEARCHES"),
     (fair, "KEEP_ANSWERS"),
     (scheduler, "REMEMBER_FAIR"),
     (scheduler, "KEEP_FAIR_ENTRIES"),
@@ -53,14 +57,37 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
     search = fair.FairSharingPreemptor._targets
     assign = scheduler.Scheduler.assign
     kept_assign = scheduler.Scheduler._kept_assign
+    bound = fair.cannot_fit
+    said: list[bool] = []
+
+    def bounding(*a: Any) -> bool:
+        answer = bound(*a)
+        said.append(answer)
+        seen["bounded" if answer else "unbounded"] += 1
+        return answer
 
     def asking(self: Any, *a: Any) -> Any:
         seen["asked"] += 1
         return targets(self, *a)
 
-    def searching(self: Any, *a: Any) -> Any:
+    def searching(self: Any, cq: Any, ws: Any, requests: Any, frs: Any) -> Any:
         seen["searched"] += 1
-        return search(self, *a)
+        said.clear()
+        deferred = self.state.deferred
+        before = cq.name in deferred
+        found = search(self, cq, ws, requests, frs)
+        if said and said[0]:
+            was = cq.name in deferred
+            if not before:
+                deferred.pop(cq.name, None)
+            setattr(fair, "BOUND_SEARCHES", False)
+            try:
+                again = search(self, cq, ws, requests, frs)
+            finally:
+                setattr(fair, "BOUND_SEARCHES", True)
+            assert not again, f"{ws.key}: the bound says it cannot fit, the search found {again}"
+            assert (cq.name in deferred) == was, f"{ws.key}: deferred {was} by the bound, not by the search"
+        return found
 
     def assigning(self: Any, *a: Any) -> Any:
         seen["assigned"] += 1
@@ -76,6 +103,7 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
     saved = [(owner, name, getattr(owner, name)) for owner, name in SWITCHES]
     for owner, name in SWITCHES:
         setattr(owner, name, on)
+    setattr(fair, "cannot_fit", bounding)
     setattr(fair.FairSharingPreemptor, "targets", asking)
     setattr(fair.FairSharingPreemptor, "_targets", searching)
     setattr(scheduler.Scheduler, "assign", assigning)
@@ -85,6 +113,7 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
     finally:
         for owner, name, value in saved:
             setattr(owner, name, value)
+        setattr(fair, "cannot_fit", bound)
         setattr(fair.FairSharingPreemptor, "targets", targets)
         setattr(fair.FairSharingPreemptor, "_targets", search)
         setattr(scheduler.Scheduler, "assign", assign)
@@ -92,7 +121,7 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
 
 
 def _seen() -> Seen:
-    return {"asked": 0, "searched": 0, "assigned": 0, "reused": 0}
+    return {"asked": 0, "searched": 0, "assigned": 0, "reused": 0, "bounded": 0, "unbounded": 0}
 
 
 def decide(stream: list[Any]) -> list[bytes]:
@@ -110,13 +139,14 @@ def both_ways(stream: list[Any]) -> Seen:
     with shortcuts(False, off):
         assert decide(stream) == fast
     assert off["asked"] == off["searched"]  # switched off: every search is made
-    assert not off["reused"]  # and every assignment
+    assert not off["reused"] and not off["bounded"] + off["unbounded"]  # and every assignment
     return seen
 
 
 def taken(seen: Seen) -> bool:
-    """Some answers and some entries were given again."""
-    return seen["asked"] > seen["searched"] + 20 and seen["reused"] > 20
+    """Some answers and some entries were given again, and the bound answered both ways."""
+    return (seen["asked"] > seen["searched"] + 20 and seen["reused"] > 20
+            and seen["bounded"] > 20 and seen["unbounded"] > 20)
 
 
 STRATEGIES = (
