@@ -45,6 +45,9 @@ KEEP_ANSWERS = True
 # (domain/preemption/fair_shortfall.py).
 BOUND_SEARCHES = True
 
+# Switch of the shares kept within a pass while their node's usage stays (`_Shares`).
+CACHE_SHARES = True
+
 # A kept answer: the epoch of the preemptor's cohort tree it was found in, and the targets.
 Kept = tuple[int, tuple[Target, ...]]
 
@@ -54,7 +57,7 @@ class FairSharingPreemptor:
 
     def __init__(self, state: State) -> None:
         self.state = state
-        self._lendable: Lendable = {}
+        self._shares = _Shares()
         # Answers of searches made while nominating, by what the search reads of the preemptor
         # (its priority, its queue time where a policy is LowerOrNewerEqual), its queue, the
         # requests and flavor-resources; and per cohort tree (by the id of its root) how many
@@ -117,11 +120,10 @@ class FairSharingPreemptor:
                  frs: list[FR]) -> list[Target]:
         if never_preempts(cq):
             return []  # a non-preemptive queue: no candidate can exist
-        self._lendable = {}  # one attempt sees one configuration
         candidates = self._candidates(cq, ws, frs)
         if BOUND_SEARCHES and cannot_fit(cq, ws, requests, frs,
                                          [q.member for q in candidates.values() if q.member is not cq],
-                                         self._lendable):
+                                         self._shares.lendable, self._shares.of):
             # Speed-up, exact (fair_shortfall.py): no victim it could take makes it fit; the
             # search's one side effect, deferring the ClusterQueue, `_candidates` has made.
             return []
@@ -191,7 +193,7 @@ class FairSharingPreemptor:
     def _first_strategy(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR],
                         candidates: dict[str, _Queue], strategy: str,
                         taken: list[Target]) -> tuple[bool, list[tuple[WorkloadState, ClusterQueueState]]]:
-        ordering = _TargetOrdering(cq, candidates, self._lendable)
+        ordering = _TargetOrdering(cq, candidates, self._shares)
         retry: list[tuple[WorkloadState, ClusterQueueState]] = []
         within_nominal = not any(cq.node.usage.get(fr, 0) > cq.node.nominal.get(fr, 0) for fr in frs)
         for target in ordering:
@@ -205,14 +207,14 @@ class FairSharingPreemptor:
                 if self._take(cq, requests, victim, target, reasons.IN_COHORT_RECLAMATION, taken):
                     return True, []
                 continue
-            preemptor_share, target_old = _shares(cq, target, self._lendable)
+            preemptor_share, target_old = _shares(cq, target, self._shares)
             if preemptor_share.zero_weight_borrows() and not target_old.zero_weight_borrows():
                 while ordering.has(target):
                     retry.append((ordering.pop(target), target))
                 continue
             while ordering.has(target):
                 victim = ordering.pop(target)
-                target_new = _share_after_removal(cq, target, victim, self._lendable)
+                target_new = _share_after_removal(cq, target, victim, self._shares.lendable)
                 if strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
                     passed = compare(preemptor_share, target_new) <= 0
                 else:
@@ -232,9 +234,9 @@ class FairSharingPreemptor:
             by_queue.setdefault(member.name, []).append(victim)
             members[member.name] = member
         queues = {name: _Queue(members[name], iter(v)) for name, v in by_queue.items()}
-        ordering = _TargetOrdering(cq, queues, self._lendable)
+        ordering = _TargetOrdering(cq, queues, self._shares)
         for target in ordering:
-            preemptor_share, target_old = _shares(cq, target, self._lendable)
+            preemptor_share, target_old = _shares(cq, target, self._shares)
             victim = ordering.pop(target)
             if compare(preemptor_share, target_old) < 0:
                 if self._take(cq, requests, victim, target, reasons.IN_COHORT_FAIR_SHARING, taken):
@@ -253,6 +255,31 @@ class FairSharingPreemptor:
         fits = _fits(cq, requests)
         cq.node.add_usages(requests)
         return fits
+
+
+class _Shares:
+    """The dominant resource shares a pass's searches read, each kept while its node's usage
+    stays: a share reads only the node's usage (counted by `QuotaNode.changes`, which every
+    usage change in its subtree moves) and the configuration (its quota, weight and what its
+    parent could lend), which a pass does not change. Taking a victim, or simulating the
+    preemptor's request, moves only the nodes on one path: the other queues' shares, read again
+    at each choice of a target and by the next search, are kept."""
+
+    __slots__ = ("lendable", "_known")
+
+    def __init__(self) -> None:
+        self.lendable: Lendable = {}  # what each parent could lend: configuration only
+        self._known: dict[int, tuple[int, DRS]] = {}  # id(node) -> (its changes, its share)
+
+    def of(self, node: QuotaNode) -> DRS:
+        if not CACHE_SHARES:
+            return dominant_resource_share(node, self.lendable)
+        known = self._known.get(id(node))
+        if known is not None and known[0] == node.changes:
+            return known[1]
+        share = dominant_resource_share(node, self.lendable)
+        self._known[id(node)] = (node.changes, share)
+        return share
 
 
 class _Queue:
@@ -284,9 +311,9 @@ class _Queue:
 class _TargetOrdering:
     """Kueue's TargetClusterQueueOrdering: which ClusterQueue to take the next victim from."""
 
-    def __init__(self, cq: ClusterQueueState, queues: dict[str, _Queue], lendable: Lendable) -> None:
+    def __init__(self, cq: ClusterQueueState, queues: dict[str, _Queue], shares: _Shares) -> None:
         self.cq = cq
-        self.lendable = lendable
+        self.shares = shares
         self.by_queue = queues
         self.ancestors = {id(n) for n in cq.node.ancestors()}
         self.pruned_queues: set[str] = set()
@@ -329,7 +356,7 @@ class _TargetOrdering:
         for child in children:
             if not child.is_cluster_queue or child.name in self.pruned_queues:
                 continue
-            drs = dominant_resource_share(child, self.lendable)
+            drs = self.shares.of(child)
             queue = self.by_queue.get(child.name)
             member = queue.member if queue is not None else None
             if (not drs.borrowing and child is not self.cq.node) or member is None or not self.has(member):
@@ -349,7 +376,7 @@ class _TargetOrdering:
         for child in children:
             if child.is_cluster_queue or id(child) in self.pruned_cohorts:
                 continue
-            drs = dominant_resource_share(child, self.lendable)
+            drs = self.shares.of(child)
             if not drs.borrowing and id(child) not in self.ancestors:
                 self.pruned_cohorts.add(id(child))
             elif compare(drs, best_cohort_drs) >= 0:
@@ -389,9 +416,9 @@ def _almost_lcas(cq: ClusterQueueState, target: ClusterQueueState) -> tuple[Quot
     return preemptor_side, target_side
 
 
-def _shares(cq: ClusterQueueState, target: ClusterQueueState, lendable: Lendable) -> tuple[DRS, DRS]:
+def _shares(cq: ClusterQueueState, target: ClusterQueueState, shares: _Shares) -> tuple[DRS, DRS]:
     p, t = _almost_lcas(cq, target)
-    return dominant_resource_share(p, lendable), dominant_resource_share(t, lendable)
+    return shares.of(p), shares.of(t)
 
 
 def _share_after_removal(cq: ClusterQueueState, target: ClusterQueueState, victim: WorkloadState,

@@ -34,21 +34,24 @@ only when no victim set the search could reach fits, for these reasons:
 
 from __future__ import annotations
 
-from domain.fair_sharing import Lendable, compare, dominant_resource_share
+from collections.abc import Callable
+
+from domain.fair_sharing import DRS, Lendable, compare, dominant_resource_share
 from domain.objects import NEVER
 from domain.preemption.policy import max_candidate_priority
-from domain.quota import FR
+from domain.quota import FR, QuotaNode
 from domain.state import ClusterQueueState, WorkloadState
 
 _ALL = 1 << 63  # a priority bound every workload is at or below
 
 
 def cannot_fit(cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int], frs: list[FR],
-               others: list[ClusterQueueState], lendable: Lendable) -> bool:
+               others: list[ClusterQueueState], lendable: Lendable, share_of: Callable[[QuotaNode], DRS]) -> bool:
     """True when no fair-sharing search for these requests can find targets (module
     docstring); False when one might. `others`: the other ClusterQueues the search collects
     candidates from (`FairSharingPreemptor._candidates`), `lendable` its cache of what parents
-    could lend. The preemptor's request is not in its queue's usage."""
+    could lend, `share_of` a node's share now. The preemptor's request is not in its queue's
+    usage."""
     node = cq.node
     spec = cq.spec.preemption
     index = cq.candidates
@@ -85,7 +88,7 @@ def cannot_fit(cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int]
                 extra[fr] = delta
         least = dominant_resource_share(node, lendable, extra)
         for member in others:
-            if compare(least, dominant_resource_share(member.node, lendable)) <= 0:
+            if compare(least, share_of(member.node)) <= 0:
                 return False  # a victim of this queue might pass
         return True
     bound = max_candidate_priority(spec.reclaim_within_cohort, ws)

@@ -2,7 +2,8 @@
 a search no victim could satisfy (domain/preemption/fair_shortfall.py), the answers kept
 across one scheduling pass's nominations (`FairSharingPreemptor.targets`: a search asked again on
 a cohort tree nothing was admitted to or evicted from since gets the same answer), the searches
-asked once per assigned workload (`Searches`, `scheduler.REMEMBER_FAIR`), and fair sharing's
+asked once per assigned workload (`Searches`, `scheduler.REMEMBER_FAIR`), the shares kept within
+a pass while their node's usage stays (`fair_sharing_strategies.CACHE_SHARES`), and fair sharing's
 entries kept across one pass (`Scheduler._kept_assign`, `scheduler.KEEP_FAIR_ENTRIES`).
 
 Each stream is folded twice, once as the engine runs and once with every shortcut switched off
@@ -45,6 +46,7 @@ Seen = dict[str, int]
 
 SWITCHES: tuple[tuple[Any, str], ...] = (
     (fair, "BOUND_SEARCHES"),
+    (fair, "CACHE_SHARES"),
     (fair, "KEEP_ANSWERS"),
     (scheduler, "REMEMBER_FAIR"),
     (scheduler, "KEEP_FAIR_ENTRIES"),
