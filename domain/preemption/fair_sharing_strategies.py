@@ -20,6 +20,7 @@ from domain.fair_sharing import (
     Lendable,
     compare,
     dominant_resource_share,
+    usage_seen_above,
 )
 from domain.local_queue_usage import by_usage, wants_fair
 from domain.objects import LOWER_OR_NEWER_EQUAL, NEVER
@@ -425,6 +426,18 @@ def _share_after_removal(cq: ClusterQueueState, target: ClusterQueueState, victi
                          lendable: Lendable) -> DRS:
     admission = victim.admission
     assert admission is not None
+    if CACHE_SHARES:
+        # The victim's usage taken away on paper, carried up to the target's side as
+        # QuotaNode.add_usage would carry it (`usage_seen_above`): the same share, and the tree
+        # (with the change counts that keep the other shares) is not touched.
+        _, t = _almost_lcas(cq, target)
+        node = target.node
+        removed = {fr: -value for fr, value in admission.usage.items()}
+        while node is not t:
+            removed = usage_seen_above(node, removed)
+            assert node.parent is not None
+            node = node.parent
+        return dominant_resource_share(t, lendable, removed)
     target.node.add_usages(admission.usage, -1)
     _, t = _almost_lcas(cq, target)
     share = dominant_resource_share(t, lendable)
