@@ -58,7 +58,7 @@ class Searches:
     Nothing changes the quota or the candidates while one workload is assigned (the oracle and
     the preemptor put back what they simulate), so a search asked twice (the oracle's for one
     flavor, then the entry's; again in the partial-admission search) has the same answer: the
-    classical preemptor is asked once. Fair sharing is always asked.
+    preemptor is asked once.
 
     `defer_only` (classical only, see `Scheduler._fit_decides`): no answer matters, only the
     search's side effect of deferring the ClusterQueue; every search answers "no targets"."""
@@ -174,18 +174,19 @@ class Scheduler:
         self.preemptor: ClassicalPreemptor | FairSharingPreemptor = (
             FairSharingPreemptor(state) if self.fair else ClassicalPreemptor(state)
         )
-        # The same preemptor when it is classical: it owns the count of each cohort tree's
-        # admissions and evictions in the pass (its epoch), which the entries kept here read too.
+        # The same preemptor when it is classical. Either preemptor owns the count of each cohort
+        # tree's admissions and evictions in the pass (its epoch), which the entries kept here
+        # read too.
         self._classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
         # Roots (by id) of the trees `_settle_quiet_trees` found a head that may fit in, until
         # their next entry: scanning them again before that would find the same.
         # Per root: True when what refused it lasts until its next entry (a sticky head, a
         # preemptor workload, admission fair sharing), False when a head may fit.
         self._unquiet: dict[int, bool] = {}
-        # Classical entries of this pass, kept (`_kept_assign`): per (head, its queue, fit_only,
-        # the temporary usage in place), the tree's epoch they were made in and their answer.
+        # Entries of this pass, kept (`_kept_assign`): per (head, its queue, fit_only, the
+        # temporary usage in place), the tree's epoch they were made in and their answer.
         self._entries: dict[tuple[object, ...], tuple[int, Assignment, tuple[Target, ...]]] | None = (
-            {} if KEEP_ENTRIES and self._classical is not None else None
+            {} if KEEP_ENTRIES and (self._classical is not None or KEEP_FAIR_ENTRIES) else None
         )
         # `_room_rule` of each ClusterQueue, by name: it reads only its configuration, which a
         # pass does not change.
@@ -219,7 +220,7 @@ class Scheduler:
         # none is made and the answers are "no target".
         search = (
             None if never_preempts(cq)
-            else Searches(preemptor, cq, ws, remember=not self.fair, defer_only=fit_only)
+            else Searches(preemptor, cq, ws, remember=not self.fair or REMEMBER_FAIR, defer_only=fit_only)
         )
         across = self._kept_across(cq, ws) if search is None and KEEP_ASSIGNMENTS else None
         if across is not None:
@@ -337,14 +338,14 @@ class Scheduler:
 
     def _kept_assign(self, cq: ClusterQueueState, ws: WorkloadState, fit_only: bool,
                      moved: tuple[object, ...]) -> Entry:
-        """`assign`, or (classical) the entry it gave for this head earlier in this pass.
+        """`assign`, or the entry it gave for this head earlier in this pass.
 
         Speed-up, exact: `assign` reads only the head (its spec, priority and kept flavor scan),
         its ClusterQueue, the configuration, the input offset, and the usage and workloads of
         its cohort tree; within a pass only the first three can differ, and only through the
         scan kept (`resume_flavors`): an entry is kept only when the head had none before and
         after. The tree's usage and workloads are as its admissions and evictions of the pass
-        left them (its epoch, counted by the classical preemptor: `_tree_changed`) plus the usage the caller moved for the while
+        left them (its epoch, counted by the preemptor: `_tree_changed`) plus the usage the caller moved for the while
         (`moved`: the cycle's reserved room and its victims' usage, named by value), so equal
         epochs and equal `moved` read equal quota. The searches' one side effect, deferring
         the ClusterQueue, was made when the entry was, and lasts for the pass. A preemptor
@@ -352,11 +353,10 @@ class Scheduler:
         tree, and asked again when a preemptor before it in the cycle took the same victims
         (`_overlapping`), while most cycles after a release only park woken heads."""
         kept = self._entries
-        classical = self._classical
-        if kept is None or classical is None or _scan_kept(ws):
+        if kept is None or _scan_kept(ws):
             return self.assign(cq, ws, fit_only)
         key = (ws.key, id(cq), fit_only, moved)
-        epoch = classical.epoch(cq.node)
+        epoch = self.preemptor.epoch(cq.node)
         found = kept.get(key)
         if found is not None and found[0] == epoch:
             return Entry(cq, ws, found[1], list(found[2]))
@@ -471,11 +471,10 @@ class Scheduler:
         """Kueue's nominate: the entry of every head that may be admitted, the others parked."""
         state = self.state
         entries: list[Entry] = []
-        # Nominating changes no usage and no workload: classical searches may share their reading.
-        # The sharing must end with the nomination, whatever happens in it.
-        classical = self._classical
-        if classical is not None:
-            classical.share_while_unchanged()
+        # Nominating changes no usage and no workload: searches may share their reading and keep
+        # their answers. The sharing must end with the nomination, whatever happens in it.
+        preemptor = self.preemptor
+        preemptor.share_while_unchanged()
         hopeless: list[ClusterQueueState] = []  # queues whose head was parked still hopeless
         busy: dict[int, None] = {}  # ids of the roots of the trees whose heads were not
         # Still-hopeless heads that Kueue, evaluating them, would hold room for; and the roots of
@@ -527,8 +526,7 @@ class Scheduler:
                 hopeless.append(cq)
         finally:
             self._nominating = False
-            if classical is not None:
-                classical.stop_sharing()
+            preemptor.stop_sharing()
         if SETTLE_QUIET_TREES and (hopeless or busy):  # busy: its trees are scanned again once quiet
             self._settle_quiet_trees(hopeless, busy)
         return entries
@@ -839,11 +837,9 @@ class Scheduler:
 
     def _tree_changed(self, cq: ClusterQueueState) -> None:
         """A workload was admitted, evicted or released in cq's cohort tree (victims are in
-        their preemptor's tree): the classical searches and entries kept for its heads are
-        stale (the classical preemptor counts it: its epoch)."""
-        classical = self._classical
-        if classical is not None:
-            classical.tree_changed(cq.node)
+        their preemptor's tree): the searches and entries kept for its heads are stale (the
+        preemptor counts it: its epoch)."""
+        self.preemptor.tree_changed(cq.node)
 
     def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState,
                         best: dict[str, int] | None = None) -> tuple[str, int] | None:
@@ -1052,6 +1048,12 @@ class Scheduler:
 # Keep a classical entry for the rest of its scheduling pass (Scheduler._kept_assign): the same
 # decisions, checked against assigning every time by tests/domain/test_search_shortcuts.py.
 KEEP_ENTRIES = True
+
+# Keep fair sharing's entries too (with KEEP_ENTRIES), and ask its preemptor once per
+# (requests, flavor-resources) while one workload is assigned (`Searches`): the same decisions,
+# checked against the engine without them by tests/domain/test_fair_search_shortcuts.py.
+KEEP_FAIR_ENTRIES = True
+REMEMBER_FAIR = True
 
 # Park the heads of a quiet tree in one pass (Scheduler._settle_quiet_trees): the same
 # decisions, checked against parking them one cycle at a time by tests/domain/test_fast_paths.py.

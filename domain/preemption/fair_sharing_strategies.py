@@ -20,9 +20,11 @@ from domain.fair_sharing import (
     Lendable,
     compare,
     dominant_resource_share,
+    usage_seen_above,
 )
 from domain.local_queue_usage import by_usage, wants_fair
-from domain.objects import NEVER
+from domain.objects import LOWER_OR_NEWER_EQUAL, NEVER
+from domain.preemption.fair_shortfall import cannot_fit
 from domain.preemption.policy import (
     Target,
     max_candidate_priority,
@@ -37,18 +39,95 @@ from domain.state import ClusterQueueState, State, WorkloadState
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
+# Switch of the answers kept across one scheduling pass's nominations (`FairSharingPreemptor.targets`).
+KEEP_ANSWERS = True
+
+# Switch of the bound that answers a search no victim could satisfy before reading a candidate
+# (domain/preemption/fair_shortfall.py).
+BOUND_SEARCHES = True
+
+# Switch of the shares kept within a pass while their node's usage stays (`_Shares`).
+CACHE_SHARES = True
+
+# A kept answer: the epoch of the preemptor's cohort tree it was found in, and the targets.
+Kept = tuple[int, tuple[Target, ...]]
+
 
 class FairSharingPreemptor:
+    """One scheduling pass's fair-sharing searches (the scheduler makes one per pass)."""
+
     def __init__(self, state: State) -> None:
         self.state = state
-        self._lendable: Lendable = {}
+        self._shares = _Shares()
+        # Answers of searches made while nominating, by what the search reads of the preemptor
+        # (its priority, its queue time where a policy is LowerOrNewerEqual), its queue, the
+        # requests and flavor-resources; and per cohort tree (by the id of its root) how many
+        # times the pass admitted or evicted in it (`tree_changed`). As the classical
+        # preemptor's (domain/preemption/classical.py).
+        self._kept: dict[tuple[object, ...], Kept] | None = {} if KEEP_ANSWERS else None
+        self._epochs: dict[int, int] = {}
+        self._nominating = False
+
+    def tree_changed(self, node: QuotaNode) -> None:
+        """The scheduler admitted, evicted or released a workload in node's cohort tree: the
+        answers kept for its preemptors no longer hold."""
+        root = id(node.root())
+        self._epochs[root] = self._epochs.get(root, 0) + 1
+
+    def epoch(self, node: QuotaNode) -> int:
+        """How many times the pass admitted or evicted in node's cohort tree so far: what a
+        reader keeps for that tree holds while this stays (the scheduler's kept entries too)."""
+        return self._epochs.get(id(node.root()), 0)
+
+    def share_while_unchanged(self) -> None:
+        """From now until `stop_sharing`, nothing but these searches touches the quota or the
+        workloads (a nomination phase): answers may be kept."""
+        self._nominating = True
+
+    def stop_sharing(self) -> None:
+        self._nominating = False
 
     def targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
                 frs: list[FR]) -> list[Target]:
+        """The victims that make room for these requests (none if nothing can).
+
+        Speed-up, exact: while nominating, an answer found in an earlier nomination of the same
+        scheduling pass is given again when nothing has been admitted, evicted or released in
+        the preemptor's cohort tree since (its epoch). A search reads only that tree's usage,
+        configuration and workloads (shares, candidates, the LocalQueue usage admission fair
+        sharing orders them by), the input offset, and of the preemptor its priority and, where
+        a policy is LowerOrNewerEqual, its queue time (`max_candidate_priority`,
+        `satisfies_policy`); within a pass the tree changes only by its admissions, evictions
+        and releases, and what a cycle holds for its preemptors is given back before the next
+        one nominates. The search's one side effect, deferring the ClusterQueue, was made the
+        first time and lasts for the whole pass. Heads woken by a release come up one per
+        ClusterQueue per cycle, most cycles change nothing in their tree, and a waiting
+        preemptor is nominated in every cycle of its tree: their searches are asked again."""
+        kept = self._kept
+        if kept is None or not self._nominating:
+            return self._targets(cq, ws, requests, frs)
+        policy = cq.spec.preemption
+        reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
+        key = (ws.priority, ws.queue_time if reads_time else None, id(cq), tuple(requests.items()), tuple(frs))
+        epoch = self._epochs.get(id(cq.node.root()), 0)
+        found = kept.get(key)
+        if found is not None and found[0] == epoch:
+            return list(found[1])
+        answer = self._targets(cq, ws, requests, frs)
+        kept[key] = (epoch, tuple(answer))
+        return answer
+
+    def _targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
+                 frs: list[FR]) -> list[Target]:
         if never_preempts(cq):
             return []  # a non-preemptive queue: no candidate can exist
-        self._lendable = {}  # one attempt sees one configuration
         candidates = self._candidates(cq, ws, frs)
+        if BOUND_SEARCHES and cannot_fit(cq, ws, requests, frs,
+                                         [q.member for q in candidates.values() if q.member is not cq],
+                                         self._shares.lendable, self._shares.of):
+            # Speed-up, exact (fair_shortfall.py): no victim it could take makes it fit; the
+            # search's one side effect, deferring the ClusterQueue, `_candidates` has made.
+            return []
         if all(q.peek() is None for q in candidates.values()):
             return []
         strategies = self.state.configuration.fair_sharing_strategies
@@ -115,7 +194,7 @@ class FairSharingPreemptor:
     def _first_strategy(self, cq: ClusterQueueState, requests: dict[FR, int], frs: list[FR],
                         candidates: dict[str, _Queue], strategy: str,
                         taken: list[Target]) -> tuple[bool, list[tuple[WorkloadState, ClusterQueueState]]]:
-        ordering = _TargetOrdering(cq, candidates, self._lendable)
+        ordering = _TargetOrdering(cq, candidates, self._shares)
         retry: list[tuple[WorkloadState, ClusterQueueState]] = []
         within_nominal = not any(cq.node.usage.get(fr, 0) > cq.node.nominal.get(fr, 0) for fr in frs)
         for target in ordering:
@@ -129,14 +208,14 @@ class FairSharingPreemptor:
                 if self._take(cq, requests, victim, target, reasons.IN_COHORT_RECLAMATION, taken):
                     return True, []
                 continue
-            preemptor_share, target_old = _shares(cq, target, self._lendable)
+            preemptor_share, target_old = _shares(cq, target, self._shares)
             if preemptor_share.zero_weight_borrows() and not target_old.zero_weight_borrows():
                 while ordering.has(target):
                     retry.append((ordering.pop(target), target))
                 continue
             while ordering.has(target):
                 victim = ordering.pop(target)
-                target_new = _share_after_removal(cq, target, victim, self._lendable)
+                target_new = _share_after_removal(cq, target, victim, self._shares.lendable)
                 if strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
                     passed = compare(preemptor_share, target_new) <= 0
                 else:
@@ -156,9 +235,9 @@ class FairSharingPreemptor:
             by_queue.setdefault(member.name, []).append(victim)
             members[member.name] = member
         queues = {name: _Queue(members[name], iter(v)) for name, v in by_queue.items()}
-        ordering = _TargetOrdering(cq, queues, self._lendable)
+        ordering = _TargetOrdering(cq, queues, self._shares)
         for target in ordering:
-            preemptor_share, target_old = _shares(cq, target, self._lendable)
+            preemptor_share, target_old = _shares(cq, target, self._shares)
             victim = ordering.pop(target)
             if compare(preemptor_share, target_old) < 0:
                 if self._take(cq, requests, victim, target, reasons.IN_COHORT_FAIR_SHARING, taken):
@@ -177,6 +256,31 @@ class FairSharingPreemptor:
         fits = _fits(cq, requests)
         cq.node.add_usages(requests)
         return fits
+
+
+class _Shares:
+    """The dominant resource shares a pass's searches read, each kept while its node's usage
+    stays: a share reads only the node's usage (counted by `QuotaNode.changes`, which every
+    usage change in its subtree moves) and the configuration (its quota, weight and what its
+    parent could lend), which a pass does not change. Taking a victim, or simulating the
+    preemptor's request, moves only the nodes on one path: the other queues' shares, read again
+    at each choice of a target and by the next search, are kept."""
+
+    __slots__ = ("lendable", "_known")
+
+    def __init__(self) -> None:
+        self.lendable: Lendable = {}  # what each parent could lend: configuration only
+        self._known: dict[int, tuple[int, DRS]] = {}  # id(node) -> (its changes, its share)
+
+    def of(self, node: QuotaNode) -> DRS:
+        if not CACHE_SHARES:
+            return dominant_resource_share(node, self.lendable)
+        known = self._known.get(id(node))
+        if known is not None and known[0] == node.changes:
+            return known[1]
+        share = dominant_resource_share(node, self.lendable)
+        self._known[id(node)] = (node.changes, share)
+        return share
 
 
 class _Queue:
@@ -208,9 +312,9 @@ class _Queue:
 class _TargetOrdering:
     """Kueue's TargetClusterQueueOrdering: which ClusterQueue to take the next victim from."""
 
-    def __init__(self, cq: ClusterQueueState, queues: dict[str, _Queue], lendable: Lendable) -> None:
+    def __init__(self, cq: ClusterQueueState, queues: dict[str, _Queue], shares: _Shares) -> None:
         self.cq = cq
-        self.lendable = lendable
+        self.shares = shares
         self.by_queue = queues
         self.ancestors = {id(n) for n in cq.node.ancestors()}
         self.pruned_queues: set[str] = set()
@@ -253,7 +357,7 @@ class _TargetOrdering:
         for child in children:
             if not child.is_cluster_queue or child.name in self.pruned_queues:
                 continue
-            drs = dominant_resource_share(child, self.lendable)
+            drs = self.shares.of(child)
             queue = self.by_queue.get(child.name)
             member = queue.member if queue is not None else None
             if (not drs.borrowing and child is not self.cq.node) or member is None or not self.has(member):
@@ -273,7 +377,7 @@ class _TargetOrdering:
         for child in children:
             if child.is_cluster_queue or id(child) in self.pruned_cohorts:
                 continue
-            drs = dominant_resource_share(child, self.lendable)
+            drs = self.shares.of(child)
             if not drs.borrowing and id(child) not in self.ancestors:
                 self.pruned_cohorts.add(id(child))
             elif compare(drs, best_cohort_drs) >= 0:
@@ -313,15 +417,27 @@ def _almost_lcas(cq: ClusterQueueState, target: ClusterQueueState) -> tuple[Quot
     return preemptor_side, target_side
 
 
-def _shares(cq: ClusterQueueState, target: ClusterQueueState, lendable: Lendable) -> tuple[DRS, DRS]:
+def _shares(cq: ClusterQueueState, target: ClusterQueueState, shares: _Shares) -> tuple[DRS, DRS]:
     p, t = _almost_lcas(cq, target)
-    return dominant_resource_share(p, lendable), dominant_resource_share(t, lendable)
+    return shares.of(p), shares.of(t)
 
 
 def _share_after_removal(cq: ClusterQueueState, target: ClusterQueueState, victim: WorkloadState,
                          lendable: Lendable) -> DRS:
     admission = victim.admission
     assert admission is not None
+    if CACHE_SHARES:
+        # The victim's usage taken away on paper, carried up to the target's side as
+        # QuotaNode.add_usage would carry it (`usage_seen_above`): the same share, and the tree
+        # (with the change counts that keep the other shares) is not touched.
+        _, t = _almost_lcas(cq, target)
+        node = target.node
+        removed = {fr: -value for fr, value in admission.usage.items()}
+        while node is not t:
+            removed = usage_seen_above(node, removed)
+            assert node.parent is not None
+            node = node.parent
+        return dominant_resource_share(t, lendable, removed)
     target.node.add_usages(admission.usage, -1)
     _, t = _almost_lcas(cq, target)
     share = dominant_resource_share(t, lendable)
