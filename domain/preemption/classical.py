@@ -23,6 +23,7 @@ what the search reads (`victims.removal_node`), and given back in runs (`minimiz
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 from domain.local_queue_usage import by_usage, wants_fair
 from domain.objects import LOWER_OR_NEWER_EQUAL, NEVER
@@ -84,6 +85,10 @@ KEEP_ANSWERS = True
 # A kept answer: the epoch of the preemptor's cohort tree it was found in, and the targets.
 Kept = tuple[int, tuple[Target, ...]]
 
+# Switch of the answers kept across events (`ClassicalPreemptor.targets`, `_across`).
+KEEP_ACROSS_EVENTS = True
+_KEPT_ACROSS_LIMIT = 256  # answers per ClusterQueue; when full it starts again (costs only keeping)
+
 
 class ClassicalPreemptor:
     """One scheduling pass's classical searches (the scheduler makes one per pass)."""
@@ -97,7 +102,7 @@ class ClassicalPreemptor:
         # preemptor, its queue, requests, flavor-resources), and per cohort tree (by the id of
         # its root) how many times the pass admitted or evicted in it since it began
         # (`tree_changed`).
-        self._kept: dict[tuple[object, ...], Kept] | None = {} if KEEP_ANSWERS else None
+        self._kept: dict[tuple[int, tuple[object, ...]], Kept] | None = {} if KEEP_ANSWERS else None
         self._epochs: dict[int, int] = {}
         # Per cohort tree (by the id of its root): whether some queue of it holds a workload
         # shielded at this offset (`defer`), and the tree's epoch when that was seen.
@@ -188,20 +193,75 @@ class ClassicalPreemptor:
         LowerOrNewerEqual (`satisfies_policy`, `max_candidate_priority`, `classify`, the
         shortfall bound; no search singles the preemptor out among the candidates): an answer
         is kept under those, so the heads of one queue that a release woke, one per cycle,
-        share the searches they ask alike."""
+        share the searches they ask alike.
+
+        Speed-up, exact: an answer is also kept across events, in the ClusterQueue
+        (`ClusterQueueState.searches`), and given again while nothing it read has changed
+        (`_across`)."""
         kept = self._kept
         if kept is None or self._cohorts is None:
             return self._targets(cq, ws, requests, frs)
         policy = cq.spec.preemption
         reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
-        key = (ws.priority, ws.queue_time if reads_time else None, id(cq), tuple(requests.items()), tuple(frs))
-        epoch = self._epochs.get(id(cq.node.root()), 0)
+        asked = (ws.priority, ws.queue_time if reads_time else None, tuple(requests.items()), tuple(frs))
+        key = (id(cq), asked)
+        root = cq.node.root()
+        epoch = self._epochs.get(id(root), 0)
         found = kept.get(key)
         if found is not None and found[0] == epoch:
             return list(found[1])
+        across = self._across(cq, root, requests, frs) if KEEP_ACROSS_EVENTS else None
+        if across is not None:
+            held = cq.searches.get(asked)
+            if held is not None and held[0] == across[0] and held[1] == across[1]:
+                given = cast(tuple[Target, ...], held[2])
+                kept[key] = (epoch, given)
+                return list(given)
         answer = self._targets(cq, ws, requests, frs)
         kept[key] = (epoch, tuple(answer))
+        if across is not None:
+            searches = cq.searches
+            if len(searches) >= _KEPT_ACROSS_LIMIT:
+                searches.clear()
+            searches[asked] = (across[0], across[1], tuple(answer))
         return answer
+
+    def _across(self, cq: ClusterQueueState, root: QuotaNode, requests: dict[FR, int],
+                frs: list[FR]) -> tuple[int, int] | None:
+        """What a search for these requests reads that may change between events, as two
+        numbers that stay only while it does not (None: its answer is not kept across events).
+
+        Speed-up, exact: a search (nominating: no usage moved for the while) reads the
+        preemptor's priority and queue time (the key it is kept under), the configuration (its
+        queue's policy, the tree's shape, quotas and which queues are active: the state's
+        configuration epoch), the input offset, and of the workloads holding quota in the tree
+        only those holding some of the flavor-resources it asks for or searches in, and the
+        usage of those flavor-resources, which they make up: Kueue's quota is reckoned per
+        flavor-resource (`available`, `fits`, the shortfall bound), and a workload that holds
+        none of the ones searched in is no candidate (`uses`). Every change to such a workload
+        (admitted, evicted, re-prioritised, released) counts in its queue's candidate index
+        (`CandidateIndex.changes`), and the counts only grow: while their sum over the tree's
+        queues stays, so does each, and the search would read the same. The offset is read
+        only where a workload of the tree was admitted by the event being applied after a
+        preemption by it (`preemptible_now`, and the search's one side effect, `defer`): an
+        answer is kept, and given again, only when none is. Not with admission fair sharing,
+        whose order of the own queue's candidates reads usage that decays with time."""
+        state = self.state
+        if wants_fair(state, cq):
+            return None
+        if id(root) in state.admitted_roots and self._shields(root):
+            return None
+        read = list(requests)
+        for fr in frs:
+            if fr not in requests:
+                read.append(fr)
+        changes = 0
+        cluster_queues = state.cluster_queues
+        for leaf in root.leaves():
+            member = cluster_queues.get(leaf.name)
+            if member is not None:
+                changes += member.candidates.changes(read)
+        return state.config_epoch, changes
 
     def _targets(
         self,
