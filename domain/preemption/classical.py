@@ -104,6 +104,8 @@ class ClassicalPreemptor:
         # (`tree_changed`).
         self._kept: dict[tuple[int, tuple[object, ...]], Kept] | None = {} if KEEP_ANSWERS else None
         self._epochs: dict[int, int] = {}
+        # `_across` of this pass, by (the id of the tree's root, its epoch, the flavor-resources read).
+        self._tokens: dict[tuple[int, int, tuple[FR, ...]], tuple[int, int] | None] = {}
         # Per cohort tree (by the id of its root): whether some queue of it holds a workload
         # shielded at this offset (`defer`), and the tree's epoch when that was seen.
         self._shielding: dict[int, tuple[int, bool]] = {}
@@ -249,19 +251,27 @@ class ClassicalPreemptor:
         state = self.state
         if wants_fair(state, cq):
             return None
-        if id(root) in state.admitted_roots and self._shields(root):
-            return None
         read = list(requests)
         for fr in frs:
             if fr not in requests:
                 read.append(fr)
-        changes = 0
-        cluster_queues = state.cluster_queues
-        for leaf in root.leaves():
-            member = cluster_queues.get(leaf.name)
-            if member is not None:
-                changes += member.candidates.changes(read)
-        return state.config_epoch, changes
+        # Within the pass, the same for every search of the tree's epoch asking for these.
+        root_id = id(root)
+        memo_key = (root_id, self._epochs.get(root_id, 0), tuple(read))
+        memo = self._tokens
+        if memo_key in memo:
+            return memo[memo_key]
+        token: tuple[int, int] | None = None
+        if root_id not in state.admitted_roots or not self._shields(root):
+            changes = 0
+            cluster_queues = state.cluster_queues
+            for leaf in root.leaves():
+                member = cluster_queues.get(leaf.name)
+                if member is not None:
+                    changes += member.candidates.changes(read)
+            token = (state.config_epoch, changes)
+        memo[memo_key] = token
+        return token
 
     def _targets(
         self,
