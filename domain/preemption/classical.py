@@ -104,6 +104,7 @@ class ClassicalPreemptor:
         # (`tree_changed`).
         self._kept: dict[tuple[int, tuple[object, ...]], Kept] | None = {} if KEEP_ANSWERS else None
         self._epochs: dict[int, int] = {}
+        self._moved: tuple[object, ...] | None = None  # `reading_moved`
         # `_across` of this pass, by (the id of the tree's root, its epoch, the flavor-resources read).
         self._tokens: dict[tuple[int, int, tuple[FR, ...]], tuple[int, int] | None] = {}
         # Per cohort tree (by the id of its root): whether some queue of it holds a workload
@@ -129,6 +130,12 @@ class ClassicalPreemptor:
 
     def stop_sharing(self) -> None:
         self._cohorts = None
+
+    def reading_moved(self, moved: tuple[object, ...] | None) -> None:
+        """From now until called with None, the only usage moved for the while in a search's
+        tree is `moved` (the scheduler's reserved room and victims' usage in that tree, named
+        by value): answers are kept across events under it too (`targets`)."""
+        self._moved = moved
 
     def _cohort(self, cq: ClusterQueueState, frs: list[FR]) -> SharedCohort | None:
         cohorts = self._cohorts
@@ -202,7 +209,9 @@ class ClassicalPreemptor:
         (`_across`)."""
         kept = self._kept
         if kept is None or self._cohorts is None:
-            return self._targets(cq, ws, requests, frs)
+            if kept is None or self._moved is None:
+                return self._targets(cq, ws, requests, frs)
+            return self._moved_targets(cq, ws, requests, frs, self._moved)
         policy = cq.spec.preemption
         reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
         asked = (ws.priority, ws.queue_time if reads_time else None, tuple(requests.items()), tuple(frs))
@@ -226,6 +235,30 @@ class ClassicalPreemptor:
             if len(searches) >= _KEPT_ACROSS_LIMIT:
                 searches.clear()
             searches[asked] = (across[0], across[1], tuple(answer))
+        return answer
+
+    def _moved_targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
+                       frs: list[FR], moved: tuple[object, ...]) -> list[Target]:
+        """`targets` while usage is moved for the while (`reading_moved`): kept across events
+        only, under what was moved too. Exact as `_across` says: the usage such a search reads
+        is what the tree's workloads make up plus what was moved, named by value (nodes by
+        identity, which stay while the configuration epoch does)."""
+        if not KEEP_ACROSS_EVENTS:
+            return self._targets(cq, ws, requests, frs)
+        across = self._across(cq, cq.node.root(), requests, frs)
+        if across is None:
+            return self._targets(cq, ws, requests, frs)
+        policy = cq.spec.preemption
+        reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
+        asked = (ws.priority, ws.queue_time if reads_time else None, tuple(requests.items()), tuple(frs), moved)
+        searches = cq.searches
+        held = searches.get(asked)
+        if held is not None and held[0] == across[0] and held[1] == across[1]:
+            return list(cast(tuple[Target, ...], held[2]))
+        answer = self._targets(cq, ws, requests, frs)
+        if len(searches) >= _KEPT_ACROSS_LIMIT:
+            searches.clear()
+        searches[asked] = (across[0], across[1], tuple(answer))
         return answer
 
     def _across(self, cq: ClusterQueueState, root: QuotaNode, requests: dict[FR, int],
