@@ -87,7 +87,7 @@ Kept = tuple[int, tuple[Target, ...]]
 
 # Switch of the answers kept across events (`ClassicalPreemptor.targets`, `_across`).
 KEEP_ACROSS_EVENTS = True
-_KEPT_ACROSS_LIMIT = 256  # answers per ClusterQueue; when full it starts again (costs only keeping)
+_KEPT_ACROSS_LIMIT = 64  # answers per ClusterQueue; when full it starts again (costs only keeping)
 
 
 class ClassicalPreemptor:
