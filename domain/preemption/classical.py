@@ -87,7 +87,18 @@ Kept = tuple[int, tuple[Target, ...]]
 
 # Switch of the answers kept across events (`ClassicalPreemptor.targets`, `_across`).
 KEEP_ACROSS_EVENTS = True
-_KEPT_ACROSS_LIMIT = 64  # answers per ClusterQueue; when full it starts again (costs only keeping)
+# Answers kept per ClusterQueue; when full, the oldest quarter is dropped (costs only keeping).
+_KEPT_ACROSS_LIMIT = 128
+
+
+def _keep(searches: dict[tuple[object, ...], tuple[int, int, tuple[object, ...]]], asked: tuple[object, ...],
+          answer: tuple[int, int, tuple[object, ...]]) -> None:
+    """Keep an answer across events, in the order made (a dict keeps it: no hash order)."""
+    searches.pop(asked, None)
+    if len(searches) >= _KEPT_ACROSS_LIMIT:
+        for old in list(searches)[: _KEPT_ACROSS_LIMIT // 4]:
+            del searches[old]
+    searches[asked] = answer
 
 
 class ClassicalPreemptor:
@@ -231,10 +242,7 @@ class ClassicalPreemptor:
         answer = self._targets(cq, ws, requests, frs)
         kept[key] = (epoch, tuple(answer))
         if across is not None:
-            searches = cq.searches
-            if len(searches) >= _KEPT_ACROSS_LIMIT:
-                searches.clear()
-            searches[asked] = (across[0], across[1], tuple(answer))
+            _keep(cq.searches, asked, (across[0], across[1], tuple(answer)))
         return answer
 
     def _moved_targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
@@ -256,9 +264,7 @@ class ClassicalPreemptor:
         if held is not None and held[0] == across[0] and held[1] == across[1]:
             return list(cast(tuple[Target, ...], held[2]))
         answer = self._targets(cq, ws, requests, frs)
-        if len(searches) >= _KEPT_ACROSS_LIMIT:
-            searches.clear()
-        searches[asked] = (across[0], across[1], tuple(answer))
+        _keep(searches, asked, (across[0], across[1], tuple(answer)))
         return answer
 
     def _across(self, cq: ClusterQueueState, root: QuotaNode, requests: dict[FR, int],
