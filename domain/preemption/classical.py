@@ -91,6 +91,18 @@ KEEP_ACROSS_EVENTS = True
 _KEPT_ACROSS_LIMIT = 128
 
 
+def _asked(priority: int, queue_time: int | None, requests: dict[FR, int], frs: list[FR]) -> tuple[object, ...]:
+    """What a search is asked, as one flat tuple (it is kept, per answer, across events): the
+    requests' flavor-resources and amounts alternating, then the flavor-resources searched in
+    (an amount is an int, a flavor-resource a tuple of strings: read back one way only)."""
+    flat: list[object] = [priority, queue_time]
+    for fr, value in requests.items():
+        flat.append(fr)
+        flat.append(value)
+    flat.extend(frs)
+    return tuple(flat)
+
+
 def _keep(searches: dict[tuple[object, ...], tuple[int, int, tuple[object, ...]]], asked: tuple[object, ...],
           answer: tuple[int, int, tuple[object, ...]]) -> None:
     """Keep an answer across events, in the order made (a dict keeps it: no hash order)."""
@@ -225,7 +237,7 @@ class ClassicalPreemptor:
             return self._moved_targets(cq, ws, requests, frs, self._moved)
         policy = cq.spec.preemption
         reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
-        asked = (ws.priority, ws.queue_time if reads_time else None, tuple(requests.items()), tuple(frs))
+        asked = _asked(ws.priority, ws.queue_time if reads_time else None, requests, frs)
         key = (id(cq), asked)
         root = cq.node.root()
         epoch = self._epochs.get(id(root), 0)
@@ -258,7 +270,7 @@ class ClassicalPreemptor:
             return self._targets(cq, ws, requests, frs)
         policy = cq.spec.preemption
         reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
-        asked = (ws.priority, ws.queue_time if reads_time else None, tuple(requests.items()), tuple(frs), moved)
+        asked = (_asked(ws.priority, ws.queue_time if reads_time else None, requests, frs), moved)
         searches = cq.searches
         held = searches.get(asked)
         if held is not None and held[0] == across[0] and held[1] == across[1]:
