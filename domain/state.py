@@ -124,7 +124,7 @@ class ClusterQueueState:
     assignments_height: int = -1  # the cohort's tree height they were made under
     # Classical search answers kept across events (preemption.classical.ClassicalPreemptor
     # `targets`): per what a search reads of its preemptor and its requests, the configuration
-    # epoch and the tree's candidate changes they were found under, and the targets. Derived,
+    # epoch and the tree's candidate changes they were found under, and the targets by name. Derived,
     # never serialized.
     searches: dict[tuple[object, ...], tuple[int, int, tuple[object, ...]]] = field(default_factory=dict)
 

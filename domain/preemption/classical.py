@@ -103,6 +103,12 @@ def _asked(priority: int, queue_time: int | None, requests: dict[FR, int], frs: 
     return tuple(flat)
 
 
+def _named(answer: list[Target]) -> tuple[object, ...]:
+    """An answer as it is kept across events: its victims by name (so that a kept answer does
+    not keep a finished workload's state alive), their reasons and queues' names."""
+    return tuple([(t.ws.key, t.reason, t.cq.name) for t in answer])
+
+
 def _keep(searches: dict[tuple[object, ...], tuple[int, int, tuple[object, ...]]], asked: tuple[object, ...],
           answer: tuple[int, int, tuple[object, ...]]) -> None:
     """Keep an answer across events, in the order made (a dict keeps it: no hash order)."""
@@ -248,13 +254,13 @@ class ClassicalPreemptor:
         if across is not None:
             held = cq.searches.get(asked)
             if held is not None and held[0] == across[0] and held[1] == across[1]:
-                given = cast(tuple[Target, ...], held[2])
+                given = self._given(held[2])
                 kept[key] = (epoch, given)
                 return list(given)
         answer = self._targets(cq, ws, requests, frs)
         kept[key] = (epoch, tuple(answer))
         if across is not None:
-            _keep(cq.searches, asked, (across[0], across[1], tuple(answer)))
+            _keep(cq.searches, asked, (across[0], across[1], _named(answer)))
         return answer
 
     def _moved_targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
@@ -274,10 +280,19 @@ class ClassicalPreemptor:
         searches = cq.searches
         held = searches.get(asked)
         if held is not None and held[0] == across[0] and held[1] == across[1]:
-            return list(cast(tuple[Target, ...], held[2]))
+            return list(self._given(held[2]))
         answer = self._targets(cq, ws, requests, frs)
-        _keep(searches, asked, (across[0], across[1], tuple(answer)))
+        _keep(searches, asked, (across[0], across[1], _named(answer)))
         return answer
+
+    def _given(self, named: tuple[object, ...]) -> tuple[Target, ...]:
+        """The targets of an answer kept across events (`_named`). While it is given again, each
+        victim still holds its quota where it did (its queue's index has not changed in the
+        flavor-resources it holds and the search reads), so its state is the one named."""
+        workloads = self.state.workloads
+        cluster_queues = self.state.cluster_queues
+        return tuple([Target(workloads[key], reason, cluster_queues[cq_name])
+                      for key, reason, cq_name in cast(tuple[tuple[str, str, str], ...], named)])
 
     def _across(self, cq: ClusterQueueState, root: QuotaNode, requests: dict[FR, int],
                 frs: list[FR]) -> tuple[int, int] | None:
