@@ -20,6 +20,11 @@ Each bucket also keeps the usage its workloads hold, summed per flavor-resource:
 set of candidates up to a priority could give back, in a few additions (`used_upto`), which is
 what bounds a preemption search before it reads a candidate (preemption/shortfall.py).
 
+Each flavor-resource also has a count of the changes to the workloads here that hold some of it
+(`changes`): a search reads of a queue only the workloads holding some of the flavor-resources
+it asks for, and their usage, so an answer kept while those counts stay is still the answer
+(preemption/classical.py, answers kept across events).
+
 Derived state: rebuilt from the workloads when a snapshot is restored, never serialized. It is
 given plain values (key, evicted flag, priority, admission sequence, the admission's usage), not
 workloads: the state holds the index, so the index knows nothing of the state.
@@ -39,7 +44,7 @@ HOLDING = 1
 
 
 class CandidateIndex:
-    __slots__ = ("_buckets", "_order", "_filed", "_offsets", "_shielded", "_used")
+    __slots__ = ("_buckets", "_order", "_filed", "_offsets", "_shielded", "_used", "_changes")
 
     def __init__(self) -> None:
         self._buckets: dict[BucketKey, list[Filed]] = {}
@@ -48,6 +53,9 @@ class CandidateIndex:
         self._used: dict[BucketKey, Usage] = {}  # bucket -> the usage its workloads hold, summed
         self._offsets: dict[int, int] = {}  # admission offset -> how many shielded admissions hold quota here
         self._shielded: dict[str, int] = {}  # shielded workload -> the offset it is shielded in
+        # flavor-resource -> how many times a workload holding some of it was filed or taken out
+        # (only ever grows, so a sum of counts stays only while each of them does)
+        self._changes: dict[tuple[str, ...], int] = {}
 
     def __len__(self) -> int:
         return len(self._filed)
@@ -69,8 +77,11 @@ class CandidateIndex:
         else:  # re-filed after an eviction or a priority change: an older admission
             insort(bucket, entry)
         used = self._used[where]
+        changes = self._changes
         for fr, value in usage.items():
             used[fr] = used.get(fr, 0) + value
+            if value:
+                changes[fr] = changes.get(fr, 0) + 1
         self._filed[key] = (where, entry, usage)
         if shielded:
             self._shielded[key] = entry[0]
@@ -87,6 +98,10 @@ class CandidateIndex:
                 self._offsets[entry[0]] = left
             else:
                 del self._offsets[entry[0]]
+        changes = self._changes
+        for fr, value in usage.items():
+            if value:
+                changes[fr] = changes.get(fr, 0) + 1
         bucket = self._buckets[where]
         del bucket[bisect_left(bucket, entry)]
         if not bucket:
@@ -142,6 +157,12 @@ class CandidateIndex:
             if where[1] <= max_priority:
                 total += used[where].get(fr, 0)
         return total
+
+    def changes(self, frs: list[tuple[str, ...]]) -> int:
+        """How many times, summed over `frs`, a workload holding some of one of them was filed
+        here or taken out (evicted, re-prioritised, released) since the index was made."""
+        changes = self._changes
+        return sum([changes.get(fr, 0) for fr in frs])
 
     def shields_at(self, offset: int) -> bool:
         """Does some workload here hold an admission decided at this input offset that shields

@@ -127,6 +127,7 @@ def refuse(state: State, obj: ConfigObject) -> None:
 
 def apply_object(state: State, obj: ConfigObject, out: Emitter) -> None:
     """Apply a valid object (`refuse` found nothing against it)."""
+    state.config_epoch += 1
     if isinstance(obj, ResourceFlavor):
         state.flavors[obj.name] = obj
         refresh_activeness(state, out)
@@ -226,6 +227,7 @@ def refresh_activeness(state: State, out: Emitter, only: ClusterQueueState | Non
     only its spec, whether it is terminating, and the flavors and admission checks that
     exist: whoever changes any of these calls this, for every queue or (`only`) for the one
     queue whose spec or termination alone changed."""
+    state.config_epoch += 1
     for cq in state.cluster_queues.values() if only is None else (only,):
         problems: list[str] = []
         missing = [f for f in cq.spec.flavor_names() if f not in state.flavors]
@@ -326,6 +328,7 @@ def config_deleted(state: State, raw: Mapping[str, Any], out: Emitter, batch_ind
 
 def _delete_object(state: State, kind: str, name: str, namespace: str | None, out: Emitter) -> None:
     """Delete an object that exists, and apply what that sets off."""
+    state.config_epoch += 1
     if kind == "ClusterQueue":
         cq = state.cluster_queues[name]
         # Taken back first, while the queue is still there to queue them again; then, like

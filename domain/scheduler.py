@@ -1016,11 +1016,16 @@ class Scheduler:
                       if holder.node.root() is root),
                 tuple((id(node), tuple(usage.items())) for node, usage in gone),
             )
+        classical = self._classical
         for node, usage in gone:
             node.add_usages(usage, -1)
         try:
+            if classical is not None and self._entries is not None:
+                classical.reading_moved(moved)  # its searches are kept under it (and across events)
             again = self._kept_assign(cq, ws, self._fit_decides(cq, ws), moved)
         finally:
+            if classical is not None:
+                classical.reading_moved(None)
             for node, usage in gone:
                 node.add_usages(usage)
         if again.assignment.mode != MODE_FIT:

@@ -122,6 +122,11 @@ class ClusterQueueState:
     assignments: dict[int, tuple[object, tuple[int, ...], Assignment]] = field(default_factory=dict)
     assignments_made_under: tuple[object, ...] = ()
     assignments_height: int = -1  # the cohort's tree height they were made under
+    # Classical search answers kept across events (preemption.classical.ClassicalPreemptor
+    # `targets`): per what a search reads of its preemptor and its requests, the configuration
+    # epoch and the tree's candidate changes they were found under, and the targets by name. Derived,
+    # never serialized.
+    searches: dict[tuple[object, ...], tuple[int, int, tuple[object, ...]]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -168,6 +173,9 @@ class State:
     # none did, no ClusterQueue of the tree holds one admitted by this event (not part of
     # snapshots: cleared per event, and a restored admission is always from an earlier one).
     admitted_roots: dict[int, None] = field(default_factory=dict)
+    # How many configuration objects were applied or deleted (or queues' activeness refreshed):
+    # what is kept while it stays reads the configuration as it was (not part of snapshots).
+    config_epoch: int = 0
     # Admission fair sharing: each LocalQueue's decayed usage (domain/admission_fair_sharing.py).
     afs: UsageLedger = field(default_factory=UsageLedger)
     # Deadlines the log's time fires, and what the time-driven rules keep (domain/timers.py).

@@ -34,6 +34,7 @@ def ensure_cohort(state: State, name: str) -> CohortState:
 
 
 def set_parent(state: State, node: QuotaNode, parent_name: str | None) -> None:
+    state.config_epoch += 1  # the tree's shape may change (also when a deleted queue leaves it)
     old = node.parent
     if old is not None and (parent_name is None or old.name != parent_name):
         del old.children[node.name]

@@ -23,6 +23,7 @@ what the search reads (`victims.removal_node`), and given back in runs (`minimiz
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 from domain.local_queue_usage import by_usage, wants_fair
 from domain.objects import LOWER_OR_NEWER_EQUAL, NEVER
@@ -84,6 +85,39 @@ KEEP_ANSWERS = True
 # A kept answer: the epoch of the preemptor's cohort tree it was found in, and the targets.
 Kept = tuple[int, tuple[Target, ...]]
 
+# Switch of the answers kept across events (`ClassicalPreemptor.targets`, `_across`).
+KEEP_ACROSS_EVENTS = True
+# Answers kept per ClusterQueue; when full, the oldest quarter is dropped (costs only keeping).
+_KEPT_ACROSS_LIMIT = 128
+
+
+def _asked(priority: int, queue_time: int | None, requests: dict[FR, int], frs: list[FR]) -> tuple[object, ...]:
+    """What a search is asked, as one flat tuple (it is kept, per answer, across events): the
+    requests' flavor-resources and amounts alternating, then the flavor-resources searched in
+    (an amount is an int, a flavor-resource a tuple of strings: read back one way only)."""
+    flat: list[object] = [priority, queue_time]
+    for fr, value in requests.items():
+        flat.append(fr)
+        flat.append(value)
+    flat.extend(frs)
+    return tuple(flat)
+
+
+def _named(answer: list[Target]) -> tuple[object, ...]:
+    """An answer as it is kept across events: its victims by name (so that a kept answer does
+    not keep a finished workload's state alive), their reasons and queues' names."""
+    return tuple([(t.ws.key, t.reason, t.cq.name) for t in answer])
+
+
+def _keep(searches: dict[tuple[object, ...], tuple[int, int, tuple[object, ...]]], asked: tuple[object, ...],
+          answer: tuple[int, int, tuple[object, ...]]) -> None:
+    """Keep an answer across events, in the order made (a dict keeps it: no hash order)."""
+    searches.pop(asked, None)
+    if len(searches) >= _KEPT_ACROSS_LIMIT:
+        for old in list(searches)[: _KEPT_ACROSS_LIMIT // 4]:
+            del searches[old]
+    searches[asked] = answer
+
 
 class ClassicalPreemptor:
     """One scheduling pass's classical searches (the scheduler makes one per pass)."""
@@ -97,8 +131,11 @@ class ClassicalPreemptor:
         # preemptor, its queue, requests, flavor-resources), and per cohort tree (by the id of
         # its root) how many times the pass admitted or evicted in it since it began
         # (`tree_changed`).
-        self._kept: dict[tuple[object, ...], Kept] | None = {} if KEEP_ANSWERS else None
+        self._kept: dict[tuple[int, tuple[object, ...]], Kept] | None = {} if KEEP_ANSWERS else None
         self._epochs: dict[int, int] = {}
+        self._moved: tuple[object, ...] | None = None  # `reading_moved`
+        # `_across` of this pass, by (the id of the tree's root, its epoch, the flavor-resources read).
+        self._tokens: dict[tuple[int, int, tuple[FR, ...]], tuple[int, int] | None] = {}
         # Per cohort tree (by the id of its root): whether some queue of it holds a workload
         # shielded at this offset (`defer`), and the tree's epoch when that was seen.
         self._shielding: dict[int, tuple[int, bool]] = {}
@@ -122,6 +159,12 @@ class ClassicalPreemptor:
 
     def stop_sharing(self) -> None:
         self._cohorts = None
+
+    def reading_moved(self, moved: tuple[object, ...] | None) -> None:
+        """From now until called with None, the only usage moved for the while in a search's
+        tree is `moved` (the scheduler's reserved room and victims' usage in that tree, named
+        by value): answers are kept across events under it too (`targets`)."""
+        self._moved = moved
 
     def _cohort(self, cq: ClusterQueueState, frs: list[FR]) -> SharedCohort | None:
         cohorts = self._cohorts
@@ -188,20 +231,113 @@ class ClassicalPreemptor:
         LowerOrNewerEqual (`satisfies_policy`, `max_candidate_priority`, `classify`, the
         shortfall bound; no search singles the preemptor out among the candidates): an answer
         is kept under those, so the heads of one queue that a release woke, one per cycle,
-        share the searches they ask alike."""
+        share the searches they ask alike.
+
+        Speed-up, exact: an answer is also kept across events, in the ClusterQueue
+        (`ClusterQueueState.searches`), and given again while nothing it read has changed
+        (`_across`)."""
         kept = self._kept
         if kept is None or self._cohorts is None:
-            return self._targets(cq, ws, requests, frs)
+            if kept is None or self._moved is None:
+                return self._targets(cq, ws, requests, frs)
+            return self._moved_targets(cq, ws, requests, frs, self._moved)
         policy = cq.spec.preemption
         reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
-        key = (ws.priority, ws.queue_time if reads_time else None, id(cq), tuple(requests.items()), tuple(frs))
-        epoch = self._epochs.get(id(cq.node.root()), 0)
+        asked = _asked(ws.priority, ws.queue_time if reads_time else None, requests, frs)
+        key = (id(cq), asked)
+        root = cq.node.root()
+        epoch = self._epochs.get(id(root), 0)
         found = kept.get(key)
         if found is not None and found[0] == epoch:
             return list(found[1])
+        across = self._across(cq, root, requests, frs) if KEEP_ACROSS_EVENTS else None
+        if across is not None:
+            held = cq.searches.get(asked)
+            if held is not None and held[0] == across[0] and held[1] == across[1]:
+                given = self._given(held[2])
+                kept[key] = (epoch, given)
+                return list(given)
         answer = self._targets(cq, ws, requests, frs)
         kept[key] = (epoch, tuple(answer))
+        if across is not None:
+            _keep(cq.searches, asked, (across[0], across[1], _named(answer)))
         return answer
+
+    def _moved_targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
+                       frs: list[FR], moved: tuple[object, ...]) -> list[Target]:
+        """`targets` while usage is moved for the while (`reading_moved`): kept across events
+        only, under what was moved too. Exact as `_across` says: the usage such a search reads
+        is what the tree's workloads make up plus what was moved, named by value (nodes by
+        identity, which stay while the configuration epoch does)."""
+        if not KEEP_ACROSS_EVENTS:
+            return self._targets(cq, ws, requests, frs)
+        across = self._across(cq, cq.node.root(), requests, frs)
+        if across is None:
+            return self._targets(cq, ws, requests, frs)
+        policy = cq.spec.preemption
+        reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
+        asked = (_asked(ws.priority, ws.queue_time if reads_time else None, requests, frs), moved)
+        searches = cq.searches
+        held = searches.get(asked)
+        if held is not None and held[0] == across[0] and held[1] == across[1]:
+            return list(self._given(held[2]))
+        answer = self._targets(cq, ws, requests, frs)
+        _keep(searches, asked, (across[0], across[1], _named(answer)))
+        return answer
+
+    def _given(self, named: tuple[object, ...]) -> tuple[Target, ...]:
+        """The targets of an answer kept across events (`_named`). While it is given again, each
+        victim still holds its quota where it did (its queue's index has not changed in the
+        flavor-resources it holds and the search reads), so its state is the one named."""
+        workloads = self.state.workloads
+        cluster_queues = self.state.cluster_queues
+        return tuple([Target(workloads[key], reason, cluster_queues[cq_name])
+                      for key, reason, cq_name in cast(tuple[tuple[str, str, str], ...], named)])
+
+    def _across(self, cq: ClusterQueueState, root: QuotaNode, requests: dict[FR, int],
+                frs: list[FR]) -> tuple[int, int] | None:
+        """What a search for these requests reads that may change between events, as two
+        numbers that stay only while it does not (None: its answer is not kept across events).
+
+        Speed-up, exact: a search (nominating: no usage moved for the while) reads the
+        preemptor's priority and queue time (the key it is kept under), the configuration (its
+        queue's policy, the tree's shape, quotas and which queues are active: the state's
+        configuration epoch), the input offset, and of the workloads holding quota in the tree
+        only those holding some of the flavor-resources it asks for or searches in, and the
+        usage of those flavor-resources, which they make up: Kueue's quota is reckoned per
+        flavor-resource (`available`, `fits`, the shortfall bound), and a workload that holds
+        none of the ones searched in is no candidate (`uses`). Every change to such a workload
+        (admitted, evicted, re-prioritised, released) counts in its queue's candidate index
+        (`CandidateIndex.changes`), and the counts only grow: while their sum over the tree's
+        queues stays, so does each, and the search would read the same. The offset is read
+        only where a workload of the tree was admitted by the event being applied after a
+        preemption by it (`preemptible_now`, and the search's one side effect, `defer`): an
+        answer is kept, and given again, only when none is. Not with admission fair sharing,
+        whose order of the own queue's candidates reads usage that decays with time."""
+        state = self.state
+        if wants_fair(state, cq):
+            return None
+        read = list(requests)
+        for fr in frs:
+            if fr not in requests:
+                read.append(fr)
+        # Within the pass, the same for every search of the tree's epoch asking for these.
+        root_id = id(root)
+        memo_key = (root_id, self._epochs.get(root_id, 0), tuple(read))
+        memo = self._tokens
+        if memo_key in memo:
+            return memo[memo_key]
+        token: tuple[int, int] | None = None
+        if root_id not in state.admitted_roots or not self._shields(root):
+            changes = 0
+            cluster_queues = state.cluster_queues
+            for leaf in root.leaves():
+                member = cluster_queues.get(leaf.name)
+                if member is not None:
+                    changes += member.candidates.changes(read)
+            token = (state.config_epoch, changes)
+        memo[memo_key] = token
+        return token
 
     def _targets(
         self,

@@ -1,15 +1,19 @@
-"""Three shortcuts of classical preemption searches change no decision: the shortfall bound
+"""Four shortcuts of classical preemption searches change no decision: the shortfall bound
 (domain/preemption/shortfall.py: no search where even every workload the preemptor could take
 would leave it short), the answers kept across one scheduling pass's nominations
 (`ClassicalPreemptor.targets`: a search asked again on a cohort tree nothing was admitted to or
 evicted from since gets the same answer), and the entries kept across one pass
 (`Scheduler._kept_assign`: a head's flavor assignment and targets, asked again on the same tree
-with the same room moved for the while, are given again).
+with the same room moved for the while, are given again), and the answers kept across events
+(`ClassicalPreemptor._across`: given again while the configuration and the tree's workloads
+holding the flavor-resources searched stay as they were).
 
-Each stream is folded twice, once as the engine runs and once with all three switched off
+Each stream is folded twice, once as the engine runs and once with all four switched off
 (`classical.cannot_fit` answering "might fit" always, `classical.KEEP_ANSWERS` and
-`scheduler.KEEP_ENTRIES` false, so every search and every assignment is made), and every
-decision is compared byte for byte. While the bound is on, each time it
+`classical.KEEP_ACROSS_EVENTS` and `scheduler.KEEP_ENTRIES` false, so every search and every
+assignment is made), and every decision is compared byte for byte. While they are on, each
+answer given again (within a pass or across events) is checked against the search made afresh
+at that point: the same targets, and no deferral the answer would miss. While the bound is on, each time it
 answers "cannot fit" the search it replaces is also made, and must find nothing and defer the
 ClusterQueue alike. The streams: flat cohorts with random preemption policies (borrowWithinCohort
 among them), in Batches too; three- and four-level cohort trees under Classical preemption and
@@ -70,12 +74,34 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
         said.append(answer)
         return answer
 
+    across = classical.ClassicalPreemptor._across
+    asked_across: list[bool] = []
+
+    def across_asked(self: Any, *a: Any) -> Any:
+        asked_across.append(True)
+        return across(self, *a)
+
     def checked(self: Any, cq: Any, ws: Any, requests: Any, frs: Any) -> Any:
         said.clear()
+        asked_across.clear()
         deferred = self.state.deferred
         before = cq.name in deferred
+        searches_before = seen["searched"]
         found = original(self, cq, ws, requests, frs)
         seen["asked"] += 1
+        if seen["searched"] == searches_before:
+            # An answer given again (kept within the pass, or across events when the pass had
+            # none: `_across` was asked): the search made now finds the same targets, and
+            # defers the ClusterQueue only if it already was.
+            if asked_across:
+                seen["across"] = seen.get("across", 0) + 1
+            was = cq.name in deferred
+            again = search(self, cq, ws, requests, frs)
+            assert [(t.ws.key, t.reason, t.cq.name) for t in again] == [
+                (t.ws.key, t.reason, t.cq.name) for t in found
+            ], f"{ws.key}: an answer given again differs from the search made now"
+            assert (cq.name in deferred) == was, f"{ws.key}: the search made now defers, the answer given again did not"
+            return found
         if said and said[0]:
             was = cq.name in deferred
             if not before:
@@ -108,6 +134,8 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
     setattr(scheduler.Scheduler, "_kept_assign", reusing)
     setattr(classical, "cannot_fit", counted if on else _never)
     setattr(classical, "KEEP_ANSWERS", on)
+    setattr(classical, "KEEP_ACROSS_EVENTS", on)
+    setattr(classical.ClassicalPreemptor, "_across", across_asked)
     setattr(scheduler, "KEEP_ENTRIES", on)
     setattr(classical.ClassicalPreemptor, "targets", checked)
     setattr(classical.ClassicalPreemptor, "_targets", searched)
@@ -116,6 +144,8 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
     finally:
         setattr(classical, "cannot_fit", bounded)
         setattr(classical, "KEEP_ANSWERS", True)
+        setattr(classical, "KEEP_ACROSS_EVENTS", True)
+        setattr(classical.ClassicalPreemptor, "_across", across)
         setattr(scheduler, "KEEP_ENTRIES", True)
         setattr(classical.ClassicalPreemptor, "targets", original)
         setattr(classical.ClassicalPreemptor, "_targets", search)
@@ -142,10 +172,12 @@ def both_ways(stream: list[Any]) -> Seen:
     return seen
 
 
-def taken(seen: Seen, kept: bool = True) -> bool:
-    """The bound answered both ways, and (`kept`) some answer and some entry were given again."""
+def taken(seen: Seen, kept: bool = True, across: bool = False) -> bool:
+    """The bound answered both ways, (`kept`) some answer and some entry were given again, and
+    (`across`) some answer kept across events was."""
     return seen[True] > 20 and seen[False] > 20 and (
-        not kept or (seen["asked"] > seen["searched"] and seen.get("reused", 0) > 20))
+        not kept or (seen["asked"] > seen["searched"] and seen.get("reused", 0) > 20)) and (
+        not across or seen.get("across", 0) > 20)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -176,11 +208,11 @@ def test_the_depth_sweeps_backlogs_decide_alike_with_and_without_the_shortcuts(s
     stream = depth_sweep.sweep_stream(strategy, policy, depth=12, cohorts=1, per_cohort=4, events=150)
     seen = both_ways(stream.prelude + stream.timed)
     if policy == "classical":
-        assert taken(seen, kept=strategy == "BestEffortFIFO")
+        assert taken(seen, kept=strategy == "BestEffortFIFO", across=strategy == "BestEffortFIFO")
 
 
 def test_the_preemption_heavy_backlog_decides_alike_with_and_without_the_shortcuts() -> None:
     """A two-level cohort tree with borrowWithinCohort, both release modes, quota and priority
     changes, deletes (bench/depth_sweep.py preemption_deep_stream)."""
     stream = depth_sweep.preemption_deep_stream(200, depth=8)
-    assert taken(both_ways(stream.prelude + stream.timed))
+    assert taken(both_ways(stream.prelude + stream.timed), across=True)
