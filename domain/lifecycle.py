@@ -121,7 +121,13 @@ def route(state: State, out: Emitter, ws: WorkloadState) -> None:
         return
     ws.cluster_queue = cq.name
     ws.queued = True
+    blocker = cq.queue.blocker
     parked_status = cq.queue.push(ws.order_key, equivalence_class(ws, cq))
+    if blocker is not None and cq.queue.blocker is None and cq.spec.preemption.reclaim_within_cohort != ANY:
+        # A new head before the blocked StrictFIFO head, which may have held room in its tree's
+        # cycles (Scheduler._hold_room): Kueue's next cycle tries the new head instead, and what
+        # the old head's room kept out is tried again there, as Kueue retries it every cycle.
+        _wake_held_out(state, cq)
     if not cq.active:
         set_pending(state, out, ws, (reasons.SUSPENDED, reasons.MSG_CQ_INACTIVE.format(cq=cq.name)))
     elif parked_status is not None:

@@ -30,7 +30,7 @@ from domain.lifecycle import (
 )
 from domain.names import label_problem, subdomain_problem
 from domain.objects import checked
-from domain.priority import defaulted
+from domain.priority import defaulted, global_default, template_priority_class
 from domain.priority import priority_of as _priority_of
 from domain.retransform import apply_to_spec, as_written
 from domain.shared_values import order_key
@@ -195,6 +195,7 @@ def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | No
             ws.created_queue_time = spec_kept.creation_time  # an eviction's time still orders it
         else:
             ws.queue_time = spec_kept.creation_time
+    old_priority = ws.priority
     set_priority(state, ws, priority)
     if not spec_kept.active:
         if ws.admission is None:
@@ -204,8 +205,29 @@ def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | No
         return
     if ws.admission is None:
         route(state, out, ws)
-    elif priority != (old.priority if old.priority is not None else ws.priority):
+    elif _priority_changed(state, old, spec_kept, old_priority, priority):
         wake_tree(state, state.cluster_queues[ws.admission.cluster_queue])
+
+
+def _priority_changed(state: State, old: WorkloadSpec, new: WorkloadSpec, old_priority: int, priority: int) -> bool:
+    """Whether an update of a workload holding quota retries its cohort tree's parked heads (a
+    lower priority may give them a preemption target), as Kueue's workload controller does when
+    workload.PriorityChanged (pkg/workload/workload.go; Update in
+    pkg/controller/core/workload_controller.go -> QueueAssociatedInadmissibleWorkloadsAfter):
+    only for a workload on a WorkloadPriorityClass, not one that was on a Kubernetes
+    PriorityClass, when the class it names or its priority changed. A bare `spec.priority`
+    change only updates what the cache holds there, so it waits for the next retry."""
+    if new.priority_class is None:
+        return False
+    if old.priority_class is None and (
+        old.pod_priority_class is not None
+        or (
+            old.priority is None
+            and (template_priority_class(old) is not None or global_default(state.pod_priority_classes) is not None)
+        )
+    ):
+        return False
+    return new.priority_class != old.priority_class or priority != old_priority
 
 
 def _reindex(state: State, ws: WorkloadState, old: WorkloadSpec, new: WorkloadSpec) -> None:
