@@ -1076,8 +1076,10 @@ DEFER_HELD_ROOM = True
 
 # Keep the flavor assignments of non-preemptive heads across events, while the configuration
 # and the usage they read stay (Scheduler._kept_across): the same decisions, checked against
-# assigning every time by tests/domain/test_fast_paths.py.
-KEEP_ASSIGNMENTS = True
+# assigning every time by tests/domain/test_fast_paths.py. Off: in the compiled engine the
+# keeping (a usage key per assignment, the read flavor-resources once per pass) costs more than
+# the assignments it spares, at shallow and deep backlogs alike (README, "Deep pending backlogs").
+KEEP_ASSIGNMENTS = False
 _KEPT_ASSIGNMENTS_LIMIT = 512  # per ClusterQueue; when full it starts again (costs only keeping)
 
 # Statuses a head gets from its place in one cycle rather than from its own evaluation.

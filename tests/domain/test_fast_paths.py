@@ -309,6 +309,7 @@ def test_assignments_kept_across_events_are_those_made_again(seed: int, monkeypa
                                     seed=seed)
     streams = [_held_room_streams(seed)[0], churned_config_stream(seed), deep.prelude + deep.timed]
     for stream in streams:
+        monkeypatch.setattr(scheduler, "KEEP_ASSIGNMENTS", True)
         monkeypatch.setattr(scheduler.Scheduler, "assign", counted)
         kept = decide(stream)
         monkeypatch.undo()
