@@ -209,7 +209,9 @@ def test_fair_sharing_preemption_respects_the_strategy_at_every_victim(tree: Tre
                     continue
                 calls = [c for c in watch.calls if c.preemptor == d["preemptor"] and d["workload"] in c.victims]
                 assert calls, f"{where}: no preemption search chose {d['workload']} for {d['preemptor']}"
-                takes = [t for t in calls[-1].takes if t.victim == d["workload"]]
+                # A search answered again within the pass (the tree unchanged since) takes nothing
+                # itself: the take is the one its first asking made.
+                takes = [t for c in calls for t in c.takes if t.victim == d["workload"]]
                 assert takes, f"{where}: {d['workload']} preempted without being taken by the search"
                 check_strategy(tree, quotas, takes[-1], where)
             watch.calls.clear()
