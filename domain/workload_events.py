@@ -186,6 +186,10 @@ def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | No
         old.pod_sets, pod_priority_class=spec.pod_priority_class, max_exec_seconds=spec.max_exec_seconds,
     )
     was_pending = ws.admission is None and old.active
+    # Kueue's workload controller handles a deactivated workload as a finished one
+    # (QueueAssociatedInadmissibleWorkloadsAfter): the tree it waited in is retried, so the
+    # room it held as a parked head is free at this event (see `_forget`).
+    waited_in = state.cluster_queues.get(ws.cluster_queue) if ws.queued and ws.cluster_queue is not None else None
     if was_pending:
         unroute(state, ws)
     _reindex(state, ws, old, spec_kept)
@@ -200,6 +204,8 @@ def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | No
     if not spec_kept.active:
         if ws.admission is None:
             set_pending(state, out, ws, (reasons.DEACTIVATED, reasons.MSG_DEACTIVATED))
+            if waited_in is not None:
+                wake_tree(state, waited_in)
         elif not ws.evicted:
             evict(state, out, ws, reasons.EVICTED_DEACTIVATED, reasons.MSG_DEACTIVATED)
         return
