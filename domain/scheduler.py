@@ -174,10 +174,12 @@ class Scheduler:
         self.preemptor: ClassicalPreemptor | FairSharingPreemptor = (
             FairSharingPreemptor(state) if self.fair else ClassicalPreemptor(state)
         )
-        # The same preemptor when it is classical. Either preemptor owns the count of each cohort
-        # tree's admissions and evictions in the pass (its epoch), which the entries kept here
-        # read too.
+        # The same preemptor when it is classical.
         self._classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
+        # The pass's count of each cohort tree's admissions, evictions and releases (its epoch),
+        # counted here (`_tree_changed`) and read by the preemptor's kept answers and by the
+        # entries kept here.
+        self._epochs = self.preemptor.epochs
         # Roots (by id) of the trees `_settle_quiet_trees` found a head that may fit in, until
         # their next entry: scanning them again before that would find the same.
         # Per root: True when what refused it lasts until its next entry (a sticky head, a
@@ -345,7 +347,7 @@ class Scheduler:
         its cohort tree; within a pass only the first three can differ, and only through the
         scan kept (`resume_flavors`): an entry is kept only when the head had none before and
         after. The tree's usage and workloads are as its admissions and evictions of the pass
-        left them (its epoch, counted by the preemptor: `_tree_changed`) plus the usage the caller moved for the while
+        left them (its epoch: `_tree_changed`) plus the usage the caller moved for the while
         (`moved`: the cycle's reserved room and its victims' usage, named by value), so equal
         epochs and equal `moved` read equal quota. The searches' one side effect, deferring
         the ClusterQueue, was made when the entry was, and lasts for the pass. A preemptor
@@ -356,7 +358,7 @@ class Scheduler:
         if kept is None or _scan_kept(ws):
             return self.assign(cq, ws, fit_only)
         key = (ws.key, id(cq), fit_only, moved)
-        epoch = self.preemptor.epoch(cq.node)
+        epoch = self._epochs.of(cq.node)
         found = kept.get(key)
         if found is not None and found[0] == epoch:
             return Entry(cq, ws, found[1], list(found[2]))
@@ -837,9 +839,9 @@ class Scheduler:
 
     def _tree_changed(self, cq: ClusterQueueState) -> None:
         """A workload was admitted, evicted or released in cq's cohort tree (victims are in
-        their preemptor's tree): the searches and entries kept for its heads are stale (the
-        preemptor counts it: its epoch)."""
-        self.preemptor.tree_changed(cq.node)
+        their preemptor's tree): the searches and entries kept for its heads are stale (its
+        epoch)."""
+        self._epochs.changed(cq.node)
 
     def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState,
                         best: dict[str, int] | None = None) -> tuple[str, int] | None:
