@@ -174,10 +174,12 @@ class Scheduler:
         self.preemptor: ClassicalPreemptor | FairSharingPreemptor = (
             FairSharingPreemptor(state) if self.fair else ClassicalPreemptor(state)
         )
-        # The same preemptor when it is classical. Either preemptor owns the count of each cohort
-        # tree's admissions and evictions in the pass (its epoch), which the entries kept here
-        # read too.
+        # The same preemptor when it is classical.
         self._classical = self.preemptor if isinstance(self.preemptor, ClassicalPreemptor) else None
+        # The pass's count of each cohort tree's admissions, evictions and releases (its epoch),
+        # counted here (`_tree_changed`) and read by the preemptor's kept answers and by the
+        # entries kept here.
+        self._epochs = self.preemptor.epochs
         # Roots (by id) of the trees `_settle_quiet_trees` found a head that may fit in, until
         # their next entry: scanning them again before that would find the same.
         # Per root: True when what refused it lasts until its next entry (a sticky head, a
@@ -191,9 +193,6 @@ class Scheduler:
         # `_room_rule` of each ClusterQueue, by name: it reads only its configuration, which a
         # pass does not change.
         self._rules: dict[str, dict[str, int] | None] = {}
-        # Per ClusterQueue, by name: the flavor-resources whose usage its kept assignments read
-        # (`_usage_read`; empty: none kept).
-        self._reads: dict[str, list[FR]] = {}
         # True while a cycle's entries are made (`_nominate`): only they may leave a resumed
         # flavor scan to the next cycle (`_deferred`).
         self._nominating = False
@@ -289,16 +288,19 @@ class Scheduler:
         with no lending or borrowing limit of its own, only its own and the cohort's subtree
         quota (configuration) and usage of each of its flavor-resources. So a head with no scan
         to resume, no partial admission and pod sets it shares with an earlier head of the same
-        queue, under the same configuration (the same objects) and the same usage, gets the
-        same assignment, and `assign` changed nothing else for that one (no flavor left to
-        scan: it kept none). The woken heads that hold room are evaluated in every cycle of
-        their tree with an entry, after a pending workload's finish too, which moves no quota.
+        queue, under the same configuration (the same objects, checked when its epoch moves:
+        `_usage_read`) and the same usage, gets the same assignment, and `assign` changed
+        nothing else for that one (no flavor left to scan: it kept none). The woken heads that
+        hold room are evaluated in every cycle of their tree with an entry, after a pending
+        workload's finish too, which moves no quota.
         """
         if ws.resume_flavors is not None:
             return None
-        reads = self._reads.get(cq.name)
-        if reads is None:
-            reads = self._reads[cq.name] = self._usage_read(cq)
+        epoch = self.state.config_epoch
+        if cq.assignments_epoch != epoch:
+            cq.assignments_reads = self._usage_read(cq)
+            cq.assignments_epoch = epoch
+        reads = cq.assignments_reads
         if not reads:
             return None
         for ps in ws.spec.pod_sets:
@@ -312,8 +314,13 @@ class Scheduler:
 
     def _usage_read(self, cq: ClusterQueueState) -> list[FR]:
         """The flavor-resources whose usage `_kept_across` compares for cq (none: its answers
-        are not kept), once per pass: cq's configuration is checked against the one its kept
-        answers were made under, which are dropped if it changed."""
+        are not kept), once per configuration epoch (`State.config_epoch`): cq's configuration
+        is checked against the one its kept answers were made under, which are dropped if it
+        changed. Every change of what is checked (cq's spec, groups and quotas, its place and
+        limits in the tree, the subtree quotas, the flavors, the engine's Configuration) is
+        made by a configuration event or `topology.set_parent`, which move the epoch first; a
+        refused object's trial of the tree (`topology.yunikorn_max_violations`) rebuilds the
+        subtree quotas without moving it, but puts back the same values."""
         node = cq.node
         parent = node.parent
         if parent is None or parent.parent is not None or node.lending_limit or node.borrowing_limit:
@@ -345,7 +352,7 @@ class Scheduler:
         its cohort tree; within a pass only the first three can differ, and only through the
         scan kept (`resume_flavors`): an entry is kept only when the head had none before and
         after. The tree's usage and workloads are as its admissions and evictions of the pass
-        left them (its epoch, counted by the preemptor: `_tree_changed`) plus the usage the caller moved for the while
+        left them (its epoch: `_tree_changed`) plus the usage the caller moved for the while
         (`moved`: the cycle's reserved room and its victims' usage, named by value), so equal
         epochs and equal `moved` read equal quota. The searches' one side effect, deferring
         the ClusterQueue, was made when the entry was, and lasts for the pass. A preemptor
@@ -356,7 +363,7 @@ class Scheduler:
         if kept is None or _scan_kept(ws):
             return self.assign(cq, ws, fit_only)
         key = (ws.key, id(cq), fit_only, moved)
-        epoch = self.preemptor.epoch(cq.node)
+        epoch = self._epochs.of(cq.node)
         found = kept.get(key)
         if found is not None and found[0] == epoch:
             return Entry(cq, ws, found[1], list(found[2]))
@@ -837,9 +844,9 @@ class Scheduler:
 
     def _tree_changed(self, cq: ClusterQueueState) -> None:
         """A workload was admitted, evicted or released in cq's cohort tree (victims are in
-        their preemptor's tree): the searches and entries kept for its heads are stale (the
-        preemptor counts it: its epoch)."""
-        self.preemptor.tree_changed(cq.node)
+        their preemptor's tree): the searches and entries kept for its heads are stale (its
+        epoch)."""
+        self._epochs.changed(cq.node)
 
     def _still_hopeless(self, cq: ClusterQueueState, ws: WorkloadState,
                         best: dict[str, int] | None = None) -> tuple[str, int] | None:
@@ -1077,8 +1084,9 @@ DEFER_HELD_ROOM = True
 # Keep the flavor assignments of non-preemptive heads across events, while the configuration
 # and the usage they read stay (Scheduler._kept_across): the same decisions, checked against
 # assigning every time by tests/domain/test_fast_paths.py. Off: in the compiled engine the
-# keeping (a usage key per assignment, the read flavor-resources once per pass) costs more than
-# the assignments it spares, at shallow and deep backlogs alike (README, "Deep pending backlogs").
+# keeping (a usage key per assignment, the read flavor-resources once per pass, now once per
+# configuration) cost more than the assignments it spares, at shallow and deep backlogs alike
+# (README, "Deep pending backlogs").
 KEEP_ASSIGNMENTS = False
 _KEPT_ASSIGNMENTS_LIMIT = 512  # per ClusterQueue; when full it starts again (costs only keeping)
 

@@ -122,6 +122,10 @@ class ClusterQueueState:
     assignments: dict[int, tuple[object, tuple[int, ...], Assignment]] = field(default_factory=dict)
     assignments_made_under: tuple[object, ...] = ()
     assignments_height: int = -1  # the cohort's tree height they were made under
+    # The flavor-resources whose usage they read (scheduler.Scheduler._usage_read), found at
+    # the configuration epoch `assignments_epoch` (-1: not yet).
+    assignments_reads: list[FR] = field(default_factory=list)
+    assignments_epoch: int = -1
     # Classical search answers kept across events (preemption.classical.ClassicalPreemptor
     # `targets`): per what a search reads of its preemptor and its requests, the configuration
     # epoch and the tree's candidate changes they were found under, and the targets by name. Derived,

@@ -5,6 +5,7 @@
 - `reading.py`, `victims.py`, `fit.py`: what the search reads, takes and asks of the quota tree.
 - `minimize.py`: giving back the victims the preemptor fits without.
 - `shared_cohort.py`: a speed-up, one reading of a flat cohort shared by a nomination's searches.
+- `tree_epochs.py`: each cohort tree's changes in a pass, under which answers are kept in it.
 - `fair_sharing_strategies.py`: fair-sharing preemption.
 - `messages.py`: the preempted workload's message.
 

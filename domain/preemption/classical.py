@@ -54,6 +54,7 @@ from domain.preemption.reading import (
 )
 from domain.preemption.shared_cohort import SharedCohort, SharedGroups
 from domain.preemption.shortfall import cannot_fit
+from domain.preemption.tree_epochs import Kept, TreeEpochs
 from domain.preemption.victims import (
     Candidate,
     Pending,
@@ -81,9 +82,6 @@ NO_SHARED_KIND = -1  # the search does not read a shared cohort
 
 # Switch of the answers kept across one scheduling pass's nominations (`ClassicalPreemptor.targets`).
 KEEP_ANSWERS = True
-
-# A kept answer: the epoch of the preemptor's cohort tree it was found in, and the targets.
-Kept = tuple[int, tuple[Target, ...]]
 
 # Switch of the answers kept across events (`ClassicalPreemptor.targets`, `_across`).
 KEEP_ACROSS_EVENTS = True
@@ -128,28 +126,18 @@ class ClassicalPreemptor:
         # guarantees that no usage and no workload changes (`share_while_unchanged`).
         self._cohorts: dict[tuple[int, tuple[FR, ...]], SharedCohort | None] | None = None
         # Answers of searches made while nominating, by (what the search reads of the
-        # preemptor, its queue, requests, flavor-resources), and per cohort tree (by the id of
-        # its root) how many times the pass admitted or evicted in it since it began
-        # (`tree_changed`).
+        # preemptor, its queue, requests, flavor-resources), each under its cohort tree's epoch:
+        # the scheduler counts the pass's changes of each tree in `epochs` (read here through
+        # its dict, `_epochs`).
         self._kept: dict[tuple[int, tuple[object, ...]], Kept] | None = {} if KEEP_ANSWERS else None
-        self._epochs: dict[int, int] = {}
+        self.epochs = TreeEpochs()
+        self._epochs = self.epochs.by_root
         self._moved: tuple[object, ...] | None = None  # `reading_moved`
         # `_across` of this pass, by (the id of the tree's root, its epoch, the flavor-resources read).
         self._tokens: dict[tuple[int, int, tuple[FR, ...]], tuple[int, int] | None] = {}
         # Per cohort tree (by the id of its root): whether some queue of it holds a workload
         # shielded at this offset (`defer`), and the tree's epoch when that was seen.
         self._shielding: dict[int, tuple[int, bool]] = {}
-
-    def tree_changed(self, node: QuotaNode) -> None:
-        """The scheduler admitted, evicted or released a workload in node's cohort tree: the
-        answers kept for its preemptors no longer hold."""
-        root = id(node.root())
-        self._epochs[root] = self._epochs.get(root, 0) + 1
-
-    def epoch(self, node: QuotaNode) -> int:
-        """How many times the pass admitted or evicted in node's cohort tree so far: what a
-        reader keeps for that tree holds while this stays (the scheduler's kept entries too)."""
-        return self._epochs.get(id(node.root()), 0)
 
     def share_while_unchanged(self) -> None:
         """From now until `stop_sharing`, nothing but these searches touches the quota or the

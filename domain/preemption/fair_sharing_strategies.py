@@ -33,6 +33,7 @@ from domain.preemption.policy import (
     satisfies_policy,
     uses,
 )
+from domain.preemption.tree_epochs import Kept, TreeEpochs
 from domain.quota import FR, QuotaNode
 from domain.state import ClusterQueueState, State, WorkloadState
 
@@ -49,9 +50,6 @@ BOUND_SEARCHES = True
 # Switch of the shares kept within a pass while their node's usage stays (`_Shares`).
 CACHE_SHARES = True
 
-# A kept answer: the epoch of the preemptor's cohort tree it was found in, and the targets.
-Kept = tuple[int, tuple[Target, ...]]
-
 
 class FairSharingPreemptor:
     """One scheduling pass's fair-sharing searches (the scheduler makes one per pass)."""
@@ -61,23 +59,13 @@ class FairSharingPreemptor:
         self._shares = _Shares()
         # Answers of searches made while nominating, by what the search reads of the preemptor
         # (its priority, its queue time where a policy is LowerOrNewerEqual), its queue, the
-        # requests and flavor-resources; and per cohort tree (by the id of its root) how many
-        # times the pass admitted or evicted in it (`tree_changed`). As the classical
+        # requests and flavor-resources, each under its cohort tree's epoch (`epochs`, counted
+        # by the scheduler; read here through its dict, `_epochs`). As the classical
         # preemptor's (domain/preemption/classical.py).
         self._kept: dict[tuple[object, ...], Kept] | None = {} if KEEP_ANSWERS else None
-        self._epochs: dict[int, int] = {}
+        self.epochs = TreeEpochs()
+        self._epochs = self.epochs.by_root
         self._nominating = False
-
-    def tree_changed(self, node: QuotaNode) -> None:
-        """The scheduler admitted, evicted or released a workload in node's cohort tree: the
-        answers kept for its preemptors no longer hold."""
-        root = id(node.root())
-        self._epochs[root] = self._epochs.get(root, 0) + 1
-
-    def epoch(self, node: QuotaNode) -> int:
-        """How many times the pass admitted or evicted in node's cohort tree so far: what a
-        reader keeps for that tree holds while this stays (the scheduler's kept entries too)."""
-        return self._epochs.get(id(node.root()), 0)
 
     def share_while_unchanged(self) -> None:
         """From now until `stop_sharing`, nothing but these searches touches the quota or the

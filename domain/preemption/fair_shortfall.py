@@ -39,6 +39,7 @@ from collections.abc import Callable
 from domain.fair_sharing import DRS, Lendable, compare, dominant_resource_share
 from domain.objects import NEVER
 from domain.preemption.policy import max_candidate_priority
+from domain.preemption.shortfall import covered
 from domain.quota import FR, QuotaNode
 from domain.state import ClusterQueueState, WorkloadState
 
@@ -92,14 +93,4 @@ def cannot_fit(cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int]
                 return False  # a victim of this queue might pass
         return True
     bound = max_candidate_priority(spec.reclaim_within_cohort, ws)
-    reclaim = _ALL if bound is None else bound
-    for member in others:
-        for fr in list(short):
-            left = short[fr] - member.candidates.used_upto(reclaim, fr)
-            if left > 0:
-                short[fr] = left
-            else:
-                del short[fr]
-        if not short:
-            return False  # every shortfall could be covered
-    return True
+    return not covered(short, others, _ALL if bound is None else bound)

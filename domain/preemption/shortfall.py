@@ -29,6 +29,8 @@ take from holds a workload admitted by the event being applied: `ClassicalPreemp
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from domain.objects import NEVER
 from domain.preemption.fit import fit_in_quota
 from domain.preemption.policy import max_candidate_priority
@@ -81,23 +83,35 @@ def cannot_fit(state: State, cq: ClusterQueueState, ws: WorkloadState, requests:
         bound = threshold
     if bound == _NONE:
         return True
-    cluster_queues = state.cluster_queues
-    for leaf in node.root().leaves():
-        if leaf is node:
-            continue
-        member = cluster_queues.get(leaf.name)
-        if member is None:
-            continue
-        others = member.candidates
+    return not covered(short, _others(state, node), bound)
+
+
+def covered(short: dict[FR, int], members: Iterable[ClusterQueueState], bound: int) -> bool:
+    """Could the candidates of these ClusterQueues up to priority `bound` together hold every
+    flavor-resource's shortfall (`short`, not empty; this uses it up)? Read queue by queue,
+    until they could (the classical bound and the fair-sharing one, fair_shortfall.py)."""
+    for member in members:
+        index = member.candidates
         for fr in list(short):
-            left = short[fr] - others.used_upto(bound, fr)
+            left = short[fr] - index.used_upto(bound, fr)
             if left > 0:
                 short[fr] = left
             else:
                 del short[fr]
         if not short:
-            return False  # every shortfall could be covered
-    return True
+            return True
+    return False
+
+
+def _others(state: State, node: QuotaNode) -> Iterator[ClusterQueueState]:
+    """The ClusterQueues of node's cohort tree other than node's, in the tree's order."""
+    cluster_queues = state.cluster_queues
+    for leaf in node.root().leaves():
+        if leaf is node:
+            continue
+        member = cluster_queues.get(leaf.name)
+        if member is not None:
+            yield member
 
 
 def _bound(policy: str, ws: WorkloadState) -> int:

@@ -30,19 +30,23 @@ import pytest
 import test_hierarchy_properties as hp
 from event_streams import batched, mixed_stream
 from hypothesis import HealthCheck, given, settings
+from switches import (
+    Seen,
+    both_ways,
+    bound_agrees,
+    counted_bound,
+    entry_counts,
+    patched,
+    trees_alike,
+)
 
 from domain import scheduler
-from domain.engine import Engine
 from domain.preemption import fair_sharing_strategies as fair
 
 # Patches domain functions and switches, which compiled callers would not see: runs on the sources.
 pytestmark = pytest.mark.pure_python
 
 depth_sweep: Any = importlib.import_module("bench.depth_sweep")
-
-# "asked": targets() calls, "searched": searches made, "assigned": assign() calls, "reused":
-# entries given again without an assign.
-Seen = dict[str, int]
 
 SWITCHES: tuple[tuple[Any, str], ...] = (
     (fair, "BOUND_SEARCHES"),
@@ -55,18 +59,12 @@ SWITCHES: tuple[tuple[Any, str], ...] = (
 
 @contextmanager
 def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
+    """Every switch of SWITCHES on (each "cannot fit" checked against the search it replaces: no
+    target, and the same deferral of the ClusterQueue) or off (tests/domain/switches.py counts
+    into `seen`)."""
     targets = fair.FairSharingPreemptor.targets
     search = fair.FairSharingPreemptor._targets
-    assign = scheduler.Scheduler.assign
-    kept_assign = scheduler.Scheduler._kept_assign
-    bound = fair.cannot_fit
     said: list[bool] = []
-
-    def bounding(*a: Any) -> bool:
-        answer = bound(*a)
-        said.append(answer)
-        seen["bounded" if answer else "unbounded"] += 1
-        return answer
 
     def asking(self: Any, *a: Any) -> Any:
         seen["asked"] += 1
@@ -79,70 +77,18 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
         before = cq.name in deferred
         found = search(self, cq, ws, requests, frs)
         if said and said[0]:
-            was = cq.name in deferred
-            if not before:
-                deferred.pop(cq.name, None)
-            setattr(fair, "BOUND_SEARCHES", False)
-            try:
-                again = search(self, cq, ws, requests, frs)
-            finally:
-                setattr(fair, "BOUND_SEARCHES", True)
-            assert not again, f"{ws.key}: the bound says it cannot fit, the search found {again}"
-            assert (cq.name in deferred) == was, f"{ws.key}: deferred {was} by the bound, not by the search"
+            bound_agrees(lambda: search(self, cq, ws, requests, frs),
+                         lambda: patched((fair, "BOUND_SEARCHES", False)), ws.key, cq.name, deferred, before)
         return found
 
-    def assigning(self: Any, *a: Any) -> Any:
-        seen["assigned"] += 1
-        return assign(self, *a)
-
-    def reusing(self: Any, *a: Any) -> Any:
-        before = seen["assigned"]
-        entry = kept_assign(self, *a)
-        if seen["assigned"] == before:
-            seen["reused"] += 1
-        return entry
-
-    saved = [(owner, name, getattr(owner, name)) for owner, name in SWITCHES]
-    for owner, name in SWITCHES:
-        setattr(owner, name, on)
-    setattr(fair, "cannot_fit", bounding)
-    setattr(fair.FairSharingPreemptor, "targets", asking)
-    setattr(fair.FairSharingPreemptor, "_targets", searching)
-    setattr(scheduler.Scheduler, "assign", assigning)
-    setattr(scheduler.Scheduler, "_kept_assign", reusing)
-    try:
+    with patched(
+        *[(owner, name, on) for owner, name in SWITCHES],
+        *entry_counts(seen),
+        (fair, "cannot_fit", counted_bound(fair.cannot_fit, seen, said)),
+        (fair.FairSharingPreemptor, "targets", asking),
+        (fair.FairSharingPreemptor, "_targets", searching),
+    ):
         yield
-    finally:
-        for owner, name, value in saved:
-            setattr(owner, name, value)
-        setattr(fair, "cannot_fit", bound)
-        setattr(fair.FairSharingPreemptor, "targets", targets)
-        setattr(fair.FairSharingPreemptor, "_targets", search)
-        setattr(scheduler.Scheduler, "assign", assign)
-        setattr(scheduler.Scheduler, "_kept_assign", kept_assign)
-
-
-def _seen() -> Seen:
-    return {"asked": 0, "searched": 0, "assigned": 0, "reused": 0, "bounded": 0, "unbounded": 0}
-
-
-def decide(stream: list[Any]) -> list[bytes]:
-    engine = Engine()
-    encode = msgspec.json.encode
-    return [encode(engine.apply(event, offset)) for offset, event in enumerate(stream)]
-
-
-def both_ways(stream: list[Any]) -> Seen:
-    """The shortcuts' counts while they were on."""
-    seen = _seen()
-    with shortcuts(True, seen):
-        fast = decide(stream)
-    off = _seen()
-    with shortcuts(False, off):
-        assert decide(stream) == fast
-    assert off["asked"] == off["searched"]  # switched off: every search is made
-    assert not off["reused"] and not off["bounded"] + off["unbounded"]  # and every assignment
-    return seen
 
 
 def taken(seen: Seen) -> bool:
@@ -180,21 +126,15 @@ def fair_stream(seed: int) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("seed", range(8))
 def test_flat_fair_cohorts_decide_alike_with_and_without_the_shortcuts(seed: int) -> None:
-    seen = both_ways(fair_stream(seed))
-    seen_batched = both_ways(batched(fair_stream(seed), seed))
+    seen = both_ways(fair_stream(seed), shortcuts)
+    seen_batched = both_ways(batched(fair_stream(seed), seed), shortcuts)
     assert seen["searched"] + seen_batched["searched"] > 0
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(tree=hp.trees(fair=True), ops_=hp.ops(submits=8, releases=3, finishes=2, deletes=1, min_size=20, max_size=60))
 def test_fair_cohort_trees_decide_alike_with_and_without_the_shortcuts(tree: hp.Tree, ops_: list[Any]) -> None:
-    def decisions() -> list[Any]:
-        return [d for *_, d, _where in hp.replay(tree, ops_)]
-
-    with shortcuts(True, _seen()):
-        fast = decisions()
-    with shortcuts(False, _seen()):
-        assert decisions() == fast
+    trees_alike(tree, ops_, shortcuts)
 
 
 @pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])
@@ -203,7 +143,7 @@ def test_the_depth_sweeps_fair_backlogs_decide_alike_with_and_without_the_shortc
     that are evaluated one per ClusterQueue per cycle, most cycles change nothing in their tree,
     and preemptors waiting for their victims are nominated again in every cycle."""
     stream = depth_sweep.sweep_stream(strategy, "fair", depth=12, cohorts=1, per_cohort=4, events=200)
-    seen = both_ways(stream.prelude + stream.timed)
+    seen = both_ways(stream.prelude + stream.timed, shortcuts)
     if strategy == "BestEffortFIFO":
         assert taken(seen), seen
 
@@ -216,4 +156,4 @@ def test_a_deep_fair_hierarchy_decides_alike_with_and_without_the_shortcuts() ->
     events = [msgspec.json.decode(e) for e in stream.prelude + stream.timed]
     config = {"type": "ConfigApplied", "id": "configuration", "time": events[0]["time"], "object": {
         "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration", "fairSharing": {"enable": True}}}
-    assert taken(both_ways([config, *events]))
+    assert taken(both_ways([config, *events], shortcuts))

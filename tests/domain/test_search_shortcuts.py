@@ -28,14 +28,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import msgspec
 import pytest
 import test_hierarchy_properties as hp
 from event_streams import batched, mixed_stream
 from hypothesis import HealthCheck, given, settings
+from switches import (
+    Seen,
+    both_ways,
+    bound_agrees,
+    counted_bound,
+    entry_counts,
+    patched,
+    trees_alike,
+)
 
 from domain import scheduler
-from domain.engine import Engine
 from domain.preemption import classical, shortfall
 
 # Patches a domain function, which compiled callers would not see: runs on the sources.
@@ -51,31 +58,21 @@ def _never(*_: Any) -> bool:
     return False
 
 
-# Bound answers (True, False), "asked" targets() calls, "searched" searches, "reused" entries
-# given again (`Scheduler._kept_assign` without an `assign`).
-Seen = dict[object, int]
-
-
 @contextmanager
 def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
-    """Both shortcuts on (each "cannot fit" checked against the search it replaces: no target,
-    and the same deferral of the ClusterQueue) or both off."""
+    """All four shortcuts on (each answer given again checked against the search made now; each
+    "cannot fit" against the search it replaces: no target, and the same deferral of the
+    ClusterQueue) or all four off (tests/domain/switches.py counts into `seen`)."""
     original = classical.ClassicalPreemptor.targets
     search = classical.ClassicalPreemptor._targets  # the search itself, not the answers kept
+    across = classical.ClassicalPreemptor._across
     said: list[bool] = []
+    asked_across: list[bool] = []
+    counted = counted_bound(bounded, seen, said)
 
     def searched(self: Any, *a: Any) -> Any:
         seen["searched"] += 1
         return search(self, *a)
-
-    def counted(state: Any, cq: Any, ws: Any, requests: Any) -> bool:
-        answer = bounded(state, cq, ws, requests)
-        seen[answer] += 1
-        said.append(answer)
-        return answer
-
-    across = classical.ClassicalPreemptor._across
-    asked_across: list[bool] = []
 
     def across_asked(self: Any, *a: Any) -> Any:
         asked_across.append(True)
@@ -94,7 +91,7 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
             # none: `_across` was asked): the search made now finds the same targets, and
             # defers the ClusterQueue only if it already was.
             if asked_across:
-                seen["across"] = seen.get("across", 0) + 1
+                seen["across"] += 1
             was = cq.name in deferred
             again = search(self, cq, ws, requests, frs)
             assert [(t.ws.key, t.reason, t.cq.name) for t in again] == [
@@ -103,100 +100,42 @@ def shortcuts(on: bool, seen: Seen) -> Iterator[None]:
             assert (cq.name in deferred) == was, f"{ws.key}: the search made now defers, the answer given again did not"
             return found
         if said and said[0]:
-            was = cq.name in deferred
-            if not before:
-                deferred.pop(cq.name, None)
-            setattr(classical, "cannot_fit", _never)
-            try:
-                again = search(self, cq, ws, requests, frs)
-            finally:
-                setattr(classical, "cannot_fit", counted)
-            assert not again, f"{ws.key}: the bound says it cannot fit, the search found {again}"
-            assert (cq.name in deferred) == was, f"{ws.key}: deferred {was} by the bound, not by the search"
+            bound_agrees(lambda: search(self, cq, ws, requests, frs),
+                         lambda: patched((classical, "cannot_fit", _never)), ws.key, cq.name, deferred, before)
         return found
 
-    assign = scheduler.Scheduler.assign
-    kept_assign = scheduler.Scheduler._kept_assign
-    assigned: list[int] = [0]
-
-    def assigning(self: Any, *a: Any) -> Any:
-        assigned[0] += 1
-        return assign(self, *a)
-
-    def reusing(self: Any, *a: Any) -> Any:
-        before = assigned[0]
-        entry = kept_assign(self, *a)
-        if assigned[0] == before:
-            seen["reused"] = seen.get("reused", 0) + 1
-        return entry
-
-    setattr(scheduler.Scheduler, "assign", assigning)
-    setattr(scheduler.Scheduler, "_kept_assign", reusing)
-    setattr(classical, "cannot_fit", counted if on else _never)
-    setattr(classical, "KEEP_ANSWERS", on)
-    setattr(classical, "KEEP_ACROSS_EVENTS", on)
-    setattr(classical.ClassicalPreemptor, "_across", across_asked)
-    setattr(scheduler, "KEEP_ENTRIES", on)
-    setattr(classical.ClassicalPreemptor, "targets", checked)
-    setattr(classical.ClassicalPreemptor, "_targets", searched)
-    try:
+    with patched(
+        *entry_counts(seen),
+        (classical, "cannot_fit", counted if on else _never),
+        (classical, "KEEP_ANSWERS", on),
+        (classical, "KEEP_ACROSS_EVENTS", on),
+        (scheduler, "KEEP_ENTRIES", on),
+        (classical.ClassicalPreemptor, "_across", across_asked),
+        (classical.ClassicalPreemptor, "targets", checked),
+        (classical.ClassicalPreemptor, "_targets", searched),
+    ):
         yield
-    finally:
-        setattr(classical, "cannot_fit", bounded)
-        setattr(classical, "KEEP_ANSWERS", True)
-        setattr(classical, "KEEP_ACROSS_EVENTS", True)
-        setattr(classical.ClassicalPreemptor, "_across", across)
-        setattr(scheduler, "KEEP_ENTRIES", True)
-        setattr(classical.ClassicalPreemptor, "targets", original)
-        setattr(classical.ClassicalPreemptor, "_targets", search)
-        setattr(scheduler.Scheduler, "assign", assign)
-        setattr(scheduler.Scheduler, "_kept_assign", kept_assign)
-
-
-def decide(stream: list[Any]) -> list[bytes]:
-    engine = Engine()
-    encode = msgspec.json.encode
-    return [encode(engine.apply(event, offset)) for offset, event in enumerate(stream)]
-
-
-def both_ways(stream: list[Any]) -> Seen:
-    """The shortcuts' counts while they were on."""
-    seen: Seen = {True: 0, False: 0, "asked": 0, "searched": 0}
-    with shortcuts(True, seen):
-        fast = decide(stream)
-    off: Seen = {True: 0, False: 0, "asked": 0, "searched": 0}
-    with shortcuts(False, off):
-        assert decide(stream) == fast
-    assert off["asked"] == off["searched"]  # switched off: every search is made
-    assert not off.get("reused")  # and every assignment
-    return seen
 
 
 def taken(seen: Seen, kept: bool = True, across: bool = False) -> bool:
     """The bound answered both ways, (`kept`) some answer and some entry were given again, and
     (`across`) some answer kept across events was."""
-    return seen[True] > 20 and seen[False] > 20 and (
-        not kept or (seen["asked"] > seen["searched"] and seen.get("reused", 0) > 20)) and (
-        not across or seen.get("across", 0) > 20)
+    return seen["bounded"] > 20 and seen["unbounded"] > 20 and (
+        not kept or (seen["asked"] > seen["searched"] and seen["reused"] > 20)) and (
+        not across or seen["across"] > 20)
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_flat_cohorts_decide_alike_with_and_without_the_shortcuts(seed: int) -> None:
-    seen = both_ways(mixed_stream(seed))
-    seen_batched = both_ways(batched(mixed_stream(seed), seed))
-    assert seen[False] + seen_batched[False] > 0
+    seen = both_ways(mixed_stream(seed), shortcuts)
+    seen_batched = both_ways(batched(mixed_stream(seed), seed), shortcuts)
+    assert seen["unbounded"] + seen_batched["unbounded"] > 0
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(tree=hp.trees(), ops_=hp.ops(submits=8, releases=3, finishes=2, deletes=1, min_size=20, max_size=60))
 def test_cohort_trees_decide_alike_with_and_without_the_shortcuts(tree: hp.Tree, ops_: list[Any]) -> None:
-    def decisions() -> list[Any]:
-        return [d for *_, d, _where in hp.replay(tree, ops_)]
-
-    with shortcuts(True, {True: 0, False: 0, "asked": 0, "searched": 0}):
-        fast = decisions()
-    with shortcuts(False, {True: 0, False: 0, "asked": 0, "searched": 0}):
-        assert decisions() == fast
+    trees_alike(tree, ops_, shortcuts)
 
 
 @pytest.mark.parametrize("policy", ["classical", "fair"])
@@ -206,7 +145,7 @@ def test_the_depth_sweeps_backlogs_decide_alike_with_and_without_the_shortcuts(s
     both ways many times (a release wakes heads that cannot preempt enough), and under
     BestEffortFIFO preemptors waiting for their victims are nominated again in every cycle."""
     stream = depth_sweep.sweep_stream(strategy, policy, depth=12, cohorts=1, per_cohort=4, events=150)
-    seen = both_ways(stream.prelude + stream.timed)
+    seen = both_ways(stream.prelude + stream.timed, shortcuts)
     if policy == "classical":
         assert taken(seen, kept=strategy == "BestEffortFIFO", across=strategy == "BestEffortFIFO")
 
@@ -215,4 +154,4 @@ def test_the_preemption_heavy_backlog_decides_alike_with_and_without_the_shortcu
     """A two-level cohort tree with borrowWithinCohort, both release modes, quota and priority
     changes, deletes (bench/depth_sweep.py preemption_deep_stream)."""
     stream = depth_sweep.preemption_deep_stream(200, depth=8)
-    assert taken(both_ways(stream.prelude + stream.timed), across=True)
+    assert taken(both_ways(stream.prelude + stream.timed, shortcuts), across=True)
