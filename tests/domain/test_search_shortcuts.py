@@ -216,3 +216,65 @@ def test_the_preemption_heavy_backlog_decides_alike_with_and_without_the_shortcu
     changes, deletes (bench/depth_sweep.py preemption_deep_stream)."""
     stream = depth_sweep.preemption_deep_stream(200, depth=8)
     assert taken(both_ways(stream.prelude + stream.timed), across=True)
+
+
+@contextmanager
+def reclaimable_only(on: bool, answers: list[int]) -> Iterator[None]:
+    """`shortfall.ONLY_RECLAIMABLE` set to `on`, counting the bound's "cannot fit" answers."""
+
+    def counting(*a: Any) -> bool:
+        answer = bounded(*a)
+        answers[0] += answer
+        return answer
+
+    setattr(shortfall, "ONLY_RECLAIMABLE", on)
+    setattr(classical, "cannot_fit", counting)
+    try:
+        yield
+    finally:
+        setattr(shortfall, "ONLY_RECLAIMABLE", True)
+        setattr(classical, "cannot_fit", bounded)
+
+
+def reclaimable_both_ways(stream: list[Any]) -> tuple[int, int]:
+    """The bound's "cannot fit" answers with the switch on and off; the decisions alike."""
+    on, off = [0], [0]
+    with reclaimable_only(True, on):
+        fast = decide(stream)
+    with reclaimable_only(False, off):
+        assert decide(stream) == fast
+    return on[0], off[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_cohorts_decide_alike_with_the_bound_counting_only_reclaimable_queues(seed: int) -> None:
+    """The bound counting only the other queues a search may take from (every node up to the
+    common ancestor above nominal in some requested flavor-resource: `shortfall._may_give`)
+    against counting every other queue. (Each "cannot fit" is also checked against the search
+    it replaces by the tests above, which run with it on.)"""
+    on, off = reclaimable_both_ways(mixed_stream(seed))
+    assert on >= off
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tree=hp.trees(), ops_=hp.ops(submits=8, releases=3, finishes=2, deletes=1, min_size=20, max_size=60))
+def test_cohort_trees_decide_alike_with_the_bound_counting_only_reclaimable_queues(
+        tree: hp.Tree, ops_: list[Any]) -> None:
+    def decisions() -> list[Any]:
+        return [d for *_, d, _where in hp.replay(tree, ops_)]
+
+    on, off = [0], [0]
+    with reclaimable_only(True, on):
+        fast = decisions()
+    with reclaimable_only(False, off):
+        assert decisions() == fast
+    assert on[0] >= off[0]
+
+
+def test_the_preemption_heavy_backlog_decides_alike_with_the_bound_counting_only_reclaimable_queues() -> None:
+    """The deep two-level stream, where most searches that the whole-tree bound leaves to be made
+    find nothing because the queues holding the low-priority workloads are within nominal: the
+    narrower bound answers them (more "cannot fit" answers, the same decisions)."""
+    stream = depth_sweep.preemption_deep_stream(300, depth=8)
+    on, off = reclaimable_both_ways(stream.prelude + stream.timed)
+    assert on > off + 20
