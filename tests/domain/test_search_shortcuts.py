@@ -19,7 +19,11 @@ ClusterQueue alike. The streams: flat cohorts with random preemption policies (b
 among them), in Batches too; three- and four-level cohort trees under Classical preemption and
 fair sharing, both release modes; and small versions of the depth sweep's deep-backlog streams
 (bench/depth_sweep.py). Where a stream makes many classical searches, each shortcut is checked to
-have been taken (and the bound to have answered both ways)."""
+have been taken (and the bound to have answered both ways).
+
+Two more switches, each folded on and off with the others on: the bound counting only the other
+queues a search may take from (`shortfall.ONLY_RECLAIMABLE`), and its "cannot fit" given again
+within a pass to the asks it dominates (`classical.KEEP_BOUNDS`)."""
 
 from __future__ import annotations
 
@@ -278,3 +282,69 @@ def test_the_preemption_heavy_backlog_decides_alike_with_the_bound_counting_only
     stream = depth_sweep.preemption_deep_stream(300, depth=8)
     on, off = reclaimable_both_ways(stream.prelude + stream.timed)
     assert on > off + 20
+
+
+@contextmanager
+def bounds_kept(on: bool, given: list[int]) -> Iterator[None]:
+    """`classical.KEEP_BOUNDS` set to `on`, counting the asks a kept "cannot fit" answered."""
+    dominated = classical._dominated
+
+    def counting(*a: Any) -> bool:
+        answer = dominated(*a)
+        given[0] += answer
+        return answer
+
+    setattr(classical, "KEEP_BOUNDS", on)
+    setattr(classical, "_dominated", counting)
+    try:
+        yield
+    finally:
+        setattr(classical, "KEEP_BOUNDS", True)
+        setattr(classical, "_dominated", dominated)
+
+
+def bounds_both_ways(stream: list[Any]) -> int:
+    """How many asks a kept "cannot fit" answered; the decisions alike with the switch off."""
+    given, none = [0], [0]
+    with bounds_kept(True, given):
+        fast = decide(stream)
+    with bounds_kept(False, none):
+        assert decide(stream) == fast
+    assert none[0] == 0
+    return given[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_cohorts_decide_alike_with_and_without_the_bounds_kept(seed: int) -> None:
+    """The bound's "cannot fit" given again within a pass's nominations to an ask it dominates
+    (no higher priority, no smaller amounts: `classical._dominated`) against the bound asked
+    every time. (Each such answer is also checked against the search made afresh by the tests
+    above, which run with it on, as an answer given again.)"""
+    bounds_both_ways(mixed_stream(seed))
+    bounds_both_ways(batched(mixed_stream(seed), seed))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tree=hp.trees(), ops_=hp.ops(submits=8, releases=3, finishes=2, deletes=1, min_size=20, max_size=60))
+def test_cohort_trees_decide_alike_with_and_without_the_bounds_kept(tree: hp.Tree, ops_: list[Any]) -> None:
+    def decisions() -> list[Any]:
+        return [d for *_, d, _where in hp.replay(tree, ops_)]
+
+    given, none = [0], [0]
+    with bounds_kept(True, given):
+        fast = decisions()
+    with bounds_kept(False, none):
+        assert decisions() == fast
+
+
+@pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])
+def test_the_depth_sweeps_backlogs_decide_alike_with_and_without_the_bounds_kept(strategy: str) -> None:
+    stream = depth_sweep.sweep_stream(strategy, "classical", depth=12, cohorts=1, per_cohort=4, events=150)
+    bounds_both_ways(stream.prelude + stream.timed)
+
+
+def test_the_preemption_heavy_backlog_decides_alike_with_and_without_the_bounds_kept() -> None:
+    """The woken heads of one queue, one per cycle on an unchanged tree, ask the bound alike
+    with other amounts and priorities: most of those asks are dominated."""
+    stream = depth_sweep.preemption_deep_stream(300, depth=8)
+    assert bounds_both_ways(stream.prelude + stream.timed) > 20
