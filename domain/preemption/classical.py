@@ -283,10 +283,9 @@ class ClassicalPreemptor:
         reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
         root = cq.node.root()
         epoch = self._epochs.get(id(root), 0)
-        bounds_key: tuple[int, tuple[FR, ...], tuple[FR, ...]] | None = None
-        if KEEP_BOUNDS and not reads_time:
-            bounds_key = (id(cq), tuple(requests), tuple(frs))
-            said = self._bounds.get(bounds_key)
+        keep_bounds = KEEP_BOUNDS and not reads_time
+        if keep_bounds and self._bounds:
+            said = self._bounds.get((id(cq), tuple(requests), tuple(frs)))
             if said is not None and said[0] == epoch and _dominated(said[1], ws.priority, requests):
                 self.defer(cq, requests, frs)  # the search's one side effect, as the bound's
                 return []
@@ -307,7 +306,8 @@ class ClassicalPreemptor:
         kept[key] = (epoch, tuple(answer))
         if across is not None:
             _keep(cq.searches, asked, (across[0], across[1], _named(answer)))
-        if bounds_key is not None and self._bound_said:
+        if keep_bounds and self._bound_said:
+            bounds_key = (id(cq), tuple(requests), tuple(frs))
             said = self._bounds.get(bounds_key)
             if said is None or said[0] != epoch:
                 said = self._bounds[bounds_key] = (epoch, [])
