@@ -88,6 +88,11 @@ KEEP_ACROSS_EVENTS = True
 # Answers kept per ClusterQueue; when full, the oldest quarter is dropped (costs only keeping).
 _KEPT_ACROSS_LIMIT = 128
 
+# Switch of the bound's answers given again, within a pass's nominations, to asks they dominate
+# (`ClassicalPreemptor.targets`, `_dominated`; with KEEP_ANSWERS).
+KEEP_BOUNDS = True
+_KEPT_BOUNDS_LIMIT = 8  # per (ClusterQueue, flavor-resources asked and searched) and tree epoch
+
 
 def _asked(priority: int, queue_time: int | None, requests: dict[FR, int], frs: list[FR]) -> tuple[object, ...]:
     """What a search is asked, as one flat tuple (it is kept, per answer, across events): the
@@ -117,6 +122,28 @@ def _keep(searches: dict[tuple[object, ...], tuple[int, int, tuple[object, ...]]
     searches[asked] = answer
 
 
+def _dominated(said: list[tuple[int, tuple[int, ...]]], priority: int, requests: dict[FR, int]) -> bool:
+    """Did the shortfall bound say "cannot fit", on the same tree, to a preemptor of at least
+    this priority asking at most these amounts (`said`, per answer: the priority and the amounts
+    in the order of `requests`)? Then it says so to this ask too.
+
+    Speed-up, exact: with the flavor-resources requested and searched, the ClusterQueue and the
+    tree the same (`shortfall.cannot_fit` reads nothing else of the preemptor than its priority
+    where no policy is LowerOrNewerEqual), the bound's answer can only go from "might fit" to
+    "cannot fit" as the priority falls (every candidate's bound falls with it: fewer workloads
+    counted) and as an amount grows (more is borrowed and missing, the same quota and workloads
+    to cover it; it fits in no cohort below the root where it did not before)."""
+    for high, amounts in said:
+        if priority > high:
+            continue
+        for value, least in zip(requests.values(), amounts):
+            if value < least:
+                break
+        else:
+            return True
+    return False
+
+
 class ClassicalPreemptor:
     """One scheduling pass's classical searches (the scheduler makes one per pass)."""
 
@@ -138,6 +165,12 @@ class ClassicalPreemptor:
         # Per cohort tree (by the id of its root): whether some queue of it holds a workload
         # shielded at this offset (`defer`), and the tree's epoch when that was seen.
         self._shielding: dict[int, tuple[int, bool]] = {}
+        # The shortfall bound's "cannot fit" answers of this pass's nominations, by (the
+        # ClusterQueue's id, the flavor-resources requested, those searched): the tree's epoch and
+        # what each was asked (the preemptor's priority, the requested amounts in that order).
+        self._bounds: dict[tuple[int, tuple[FR, ...], tuple[FR, ...]],
+                           tuple[int, list[tuple[int, tuple[int, ...]]]]] = {}
+        self._bound_said = False  # the last `_targets` was answered by the bound
 
     def share_while_unchanged(self) -> None:
         """From now until `stop_sharing`, nothing but these searches touches the quota or the
@@ -223,7 +256,12 @@ class ClassicalPreemptor:
 
         Speed-up, exact: an answer is also kept across events, in the ClusterQueue
         (`ClusterQueueState.searches`), and given again while nothing it read has changed
-        (`_across`)."""
+        (`_across`).
+
+        Speed-up, exact: the shortfall bound's "cannot fit" is given again, while nominating on
+        the same tree epoch, to an ask of the same queue and flavor-resources that it dominates
+        (`_dominated`): the woken heads of one queue, one per cycle, ask with other amounts and
+        priorities."""
         kept = self._kept
         if kept is None or self._cohorts is None:
             if kept is None or self._moved is None:
@@ -231,10 +269,16 @@ class ClassicalPreemptor:
             return self._moved_targets(cq, ws, requests, frs, self._moved)
         policy = cq.spec.preemption
         reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
-        asked = _asked(ws.priority, ws.queue_time if reads_time else None, requests, frs)
-        key = (id(cq), asked)
         root = cq.node.root()
         epoch = self._epochs.get(id(root), 0)
+        keep_bounds = KEEP_BOUNDS and not reads_time
+        if keep_bounds and self._bounds:
+            said = self._bounds.get((id(cq), tuple(requests), tuple(frs)))
+            if said is not None and said[0] == epoch and _dominated(said[1], ws.priority, requests):
+                self.defer(cq, requests, frs)  # the search's one side effect, as the bound's
+                return []
+        asked = _asked(ws.priority, ws.queue_time if reads_time else None, requests, frs)
+        key = (id(cq), asked)
         found = kept.get(key)
         if found is not None and found[0] == epoch:
             return list(found[1])
@@ -245,10 +289,18 @@ class ClassicalPreemptor:
                 given = self._given(held[2])
                 kept[key] = (epoch, given)
                 return list(given)
+        self._bound_said = False
         answer = self._targets(cq, ws, requests, frs)
         kept[key] = (epoch, tuple(answer))
         if across is not None:
             _keep(cq.searches, asked, (across[0], across[1], _named(answer)))
+        if keep_bounds and self._bound_said:
+            bounds_key = (id(cq), tuple(requests), tuple(frs))
+            said = self._bounds.get(bounds_key)
+            if said is None or said[0] != epoch:
+                said = self._bounds[bounds_key] = (epoch, [])
+            if len(said[1]) < _KEPT_BOUNDS_LIMIT:
+                said[1].append((ws.priority, tuple(requests.values())))
         return answer
 
     def _moved_targets(self, cq: ClusterQueueState, ws: WorkloadState, requests: dict[FR, int],
@@ -340,6 +392,7 @@ class ClassicalPreemptor:
             # Speed-up, exact (shortfall.py): even every workload it could take would leave the
             # preemptor short; only the search's side effect is kept.
             self.defer(cq, requests, frs)
+            self._bound_said = True
             return []
         policy = cq.spec.preemption
         same_queue: list[Source] = [] if policy.within_cluster_queue == NEVER else [(cq, False, None)]
