@@ -75,12 +75,33 @@ _headers_enc = msgspec.msgpack.Encoder()
 _headers_dec = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
 
 
+_BUSY_TIMEOUT_S = 60.0
+
+
 def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, timeout=60.0, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
+    conn = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
+    _use_wal(conn)
     conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA busy_timeout=60000")
+    conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT_S * 1000)}")
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to write-ahead logging, once: the mode is kept in the file. Switching
+    takes an exclusive lock, and SQLite answers "database is locked" at once, without waiting
+    on its busy handler, when another connection opens the new file at the same moment (an
+    agent and a client starting together), so the switch is retried until the busy timeout."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() not in ("wal", "memory"):
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 class _Worker:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -75,3 +76,16 @@ async def test_compacted_topic_keeps_the_latest_record_per_key(tmp_path: Path) -
         assert await log.end_offset("snaps") == 3
     finally:
         await log.close()
+
+
+async def test_logs_opened_at_once_on_a_new_file_all_start(tmp_path: Path) -> None:
+    """An agent and its clients started together open the same new file at once; each must
+    start, however their switches to write-ahead logging interleave (SQLite refuses a
+    concurrent switch at once, without waiting)."""
+    for round_ in range(150):
+        db = tmp_path / f"r{round_}.db"
+        logs = [SqliteLog(db) for _ in range(6)]
+        try:
+            await asyncio.gather(*(log.start() for log in logs))
+        finally:
+            await asyncio.gather(*(log.close() for log in logs))
