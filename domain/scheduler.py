@@ -198,6 +198,10 @@ class Scheduler:
         self._nominating = False
         # The heads whose resumed scan this cycle leaves to the next (`_deferred`), by key.
         self._deferred_now: dict[str, None] = {}
+        # Heads already retried in this input event after room held in every cycle kept them
+        # out with flavors left to scan (`run_cycle`): once per head and event, so that the
+        # event's cycles reach a fixed point.
+        self._resumed_past_held: dict[str, None] = {}
 
     def schedule(self, out: Emitter) -> None:
         self._unquiet = {}
@@ -776,7 +780,18 @@ class Scheduler:
                 continue
             if not _fits(cq, assignment, entry.targets):
                 status = (reasons.WAITING_FOR_QUOTA, reasons.MSG_NO_LONGER_FITS)
-                if self._held_by_preemptors(cq, assignment, entry.targets, held):
+                held_out = self._held_by_preemptors(cq, assignment, entry.targets, held)
+                if (held_out and cq.sticky != ws.key and assignment.pending_flavors()
+                        and ws.key not in self._resumed_past_held):
+                    # Held out by room held in every cycle, with flavors left in its scan: Kueue
+                    # requeues it at once (FailedAfterNomination; requeueIfNotPresent in
+                    # pkg/cache/queue/cluster_queue.go) and its next cycle resumes the scan past
+                    # the flavor that no longer fitted (markSkipped keeps LastAssignment,
+                    # pkg/scheduler/scheduler.go), where another flavor may have room.
+                    self._resumed_past_held[ws.key] = None
+                    ws.resume_flavors = (state.offset, assignment.tried)
+                    set_pending(state, out, ws, status)
+                elif held_out:
                     # A preemptor waiting for its victims holds the room, in every cycle until
                     # they are gone: wait for that release rather than retry in vain. Skipped
                     # for capacity an earlier entry took, it keeps its flavor scan's progress
