@@ -43,6 +43,21 @@ def patched(*changes: tuple[Any, str, Any]) -> Iterator[None]:
             setattr(owner, name, value)
 
 
+@contextmanager
+def counted_switch(switch: tuple[Any, str], on: bool, counted: tuple[Any, str], original: Callable[..., bool],
+                   counts: list[int]) -> Iterator[None]:
+    """The switch (owner, name) set to `on` for the while, and `counted` (owner, name) replaced
+    by `original` counting its true answers into counts[0]."""
+
+    def counting(*a: Any) -> bool:
+        answer = original(*a)
+        counts[0] += answer
+        return answer
+
+    with patched((*switch, on), (*counted, counting)):
+        yield
+
+
 def entry_counts(seen: Seen) -> tuple[tuple[Any, str, Any], ...]:
     """Patches counting `Scheduler.assign` calls ("assigned") and the entries
     `Scheduler._kept_assign` gives again without one ("reused")."""

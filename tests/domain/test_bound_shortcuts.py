@@ -16,17 +16,15 @@ search made afresh by tests/domain/test_search_shortcuts.py, which runs with bot
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-import msgspec
 import pytest
 import test_hierarchy_properties as hp
 from event_streams import batched, mixed_stream
 from hypothesis import HealthCheck, given, settings
+from switches import counted_switch, decide
 
-from domain.engine import Engine
 from domain.preemption import classical, shortfall
 
 # Patches domain functions, which compiled callers would not see: runs on the sources.
@@ -38,28 +36,9 @@ bounded = shortfall.cannot_fit
 depth_sweep: Any = importlib.import_module("bench.depth_sweep")
 
 
-def decide(stream: list[Any]) -> list[bytes]:
-    engine = Engine()
-    encode = msgspec.json.encode
-    return [encode(engine.apply(event, offset)) for offset, event in enumerate(stream)]
-
-
-@contextmanager
-def reclaimable_only(on: bool, answers: list[int]) -> Iterator[None]:
+def reclaimable_only(on: bool, answers: list[int]) -> AbstractContextManager[None]:
     """`shortfall.ONLY_RECLAIMABLE` set to `on`, counting the bound's "cannot fit" answers."""
-
-    def counting(*a: Any) -> bool:
-        answer = bounded(*a)
-        answers[0] += answer
-        return answer
-
-    setattr(shortfall, "ONLY_RECLAIMABLE", on)
-    setattr(classical, "cannot_fit", counting)
-    try:
-        yield
-    finally:
-        setattr(shortfall, "ONLY_RECLAIMABLE", True)
-        setattr(classical, "cannot_fit", bounded)
+    return counted_switch((shortfall, "ONLY_RECLAIMABLE"), on, (classical, "cannot_fit"), bounded, answers)
 
 
 def reclaimable_both_ways(stream: list[Any]) -> tuple[int, int]:
@@ -105,23 +84,9 @@ def test_the_preemption_heavy_backlog_decides_alike_with_the_bound_counting_only
     assert on > off + 20
 
 
-@contextmanager
-def bounds_kept(on: bool, given: list[int]) -> Iterator[None]:
+def bounds_kept(on: bool, given: list[int]) -> AbstractContextManager[None]:
     """`classical.KEEP_BOUNDS` set to `on`, counting the asks a kept "cannot fit" answered."""
-    dominated = classical._dominated
-
-    def counting(*a: Any) -> bool:
-        answer = dominated(*a)
-        given[0] += answer
-        return answer
-
-    setattr(classical, "KEEP_BOUNDS", on)
-    setattr(classical, "_dominated", counting)
-    try:
-        yield
-    finally:
-        setattr(classical, "KEEP_BOUNDS", True)
-        setattr(classical, "_dominated", dominated)
+    return counted_switch((classical, "KEEP_BOUNDS"), on, (classical, "_dominated"), classical._dominated, given)
 
 
 def bounds_both_ways(stream: list[Any]) -> int:
