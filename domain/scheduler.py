@@ -781,17 +781,10 @@ class Scheduler:
             if not _fits(cq, assignment, entry.targets):
                 status = (reasons.WAITING_FOR_QUOTA, reasons.MSG_NO_LONGER_FITS)
                 held_out = self._held_by_preemptors(cq, assignment, entry.targets, held)
-                if (held_out and cq.sticky != ws.key and assignment.pending_flavors()
-                        and ws.key not in self._resumed_past_held):
-                    # Held out by room held in every cycle, with flavors left in its scan: Kueue
-                    # requeues it at once (FailedAfterNomination; requeueIfNotPresent in
-                    # pkg/cache/queue/cluster_queue.go) and its next cycle resumes the scan past
-                    # the flavor that no longer fitted (markSkipped keeps LastAssignment,
-                    # pkg/scheduler/scheduler.go), where another flavor may have room.
-                    self._resumed_past_held[ws.key] = None
-                    ws.resume_flavors = (state.offset, assignment.tried)
-                    set_pending(state, out, ws, status)
-                elif held_out:
+                resume_past_held = (held_out and cq.sticky != ws.key
+                                    and assignment.pending_flavors()
+                                    and ws.key not in self._resumed_past_held)
+                if held_out and not resume_past_held:
                     # A preemptor waiting for its victims holds the room, in every cycle until
                     # they are gone: wait for that release rather than retry in vain. Skipped
                     # for capacity an earlier entry took, it keeps its flavor scan's progress
@@ -807,8 +800,16 @@ class Scheduler:
                     else:
                         self._park(out, cq, ws, status)
                 else:
-                    # Another entry of this cycle took the room; try again next cycle, from
-                    # where this cycle's flavor scan stopped (see `assign`).
+                    if resume_past_held:
+                        # Held out by room held in every cycle, with flavors left in its scan:
+                        # Kueue requeues it at once (FailedAfterNomination; requeueIfNotPresent
+                        # in pkg/cache/queue/cluster_queue.go) and its next cycle resumes the
+                        # scan past the flavor that no longer fitted (markSkipped keeps
+                        # LastAssignment, pkg/scheduler/scheduler.go), where another flavor may
+                        # have room. Once per input event, so that the event's cycles settle.
+                        self._resumed_past_held[ws.key] = None
+                    # Otherwise another entry of this cycle took the room. Either way, try again
+                    # next cycle, from where this cycle's flavor scan stopped (see `assign`).
                     if assignment.pending_flavors():
                         ws.resume_flavors = (state.offset, assignment.tried)
                     set_pending(state, out, ws, status)
