@@ -34,7 +34,7 @@ from domain.priority import defaulted, global_default, template_priority_class
 from domain.priority import priority_of as _priority_of
 from domain.retransform import apply_to_spec, as_written
 from domain.shared_values import order_key
-from domain.state import State, WorkloadState
+from domain.state import ClusterQueueState, State, WorkloadState
 from domain.workload import WorkloadSpec, workload_ref
 
 UPDATED = "updated"  # an Applied decision's action
@@ -134,6 +134,11 @@ def _unevaluated(state: State, ws: WorkloadState, out: Emitter) -> None:
         set_pending(state, out, ws, (reasons.PENDING_EVALUATION, reasons.MSG_NOT_EVALUATED))
 
 
+def _waiting_in(state: State, ws: WorkloadState) -> ClusterQueueState | None:
+    """The ClusterQueue whose queue `ws` waits in, if it waits in one."""
+    return state.cluster_queues.get(ws.cluster_queue) if ws.queued and ws.cluster_queue is not None else None
+
+
 def _forget(state: State, ws: WorkloadState, out: Emitter, wakes: DeferredWakes | None) -> None:
     # A workload that waits in a ClusterQueue's queue and finishes or is deleted retries the
     # inadmissible workloads of that queue's cohort tree, as Kueue's workload controller does
@@ -142,7 +147,7 @@ def _forget(state: State, ws: WorkloadState, out: Emitter, wakes: DeferredWakes 
     # which notifies the root cohort of the workload's LocalQueue's ClusterQueue): an answer
     # that changed since the heads were parked (an admission in the tree gave them preemption
     # candidates) is found then, not at the next release.
-    waited_in = state.cluster_queues.get(ws.cluster_queue) if ws.queued and ws.cluster_queue is not None else None
+    waited_in = _waiting_in(state, ws)
     unroute(state, ws)
     cq = release(state, ws, wakes)
     if waited_in is not None and ws.admission is None:
@@ -189,7 +194,7 @@ def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | No
     # Kueue's workload controller handles a deactivated workload as a finished one
     # (QueueAssociatedInadmissibleWorkloadsAfter): the tree it waited in is retried, so the
     # room it held as a parked head is free at this event (see `_forget`).
-    waited_in = state.cluster_queues.get(ws.cluster_queue) if ws.queued and ws.cluster_queue is not None else None
+    waited_in = _waiting_in(state, ws)
     if was_pending:
         unroute(state, ws)
     _reindex(state, ws, old, spec_kept)
