@@ -43,6 +43,7 @@ from domain.preemption.policy import (
     never_preempts,
     own_may_yield,
     preemptible_now,
+    preemptor_reads,
 )
 from domain.preemption.reading import (
     Key,
@@ -94,11 +95,12 @@ KEEP_BOUNDS = True
 _KEPT_BOUNDS_LIMIT = 8  # per (ClusterQueue, flavor-resources asked and searched) and tree epoch
 
 
-def _asked(priority: int, queue_time: int | None, requests: dict[FR, int], frs: list[FR]) -> tuple[object, ...]:
-    """What a search is asked, as one flat tuple (it is kept, per answer, across events): the
-    requests' flavor-resources and amounts alternating, then the flavor-resources searched in
-    (an amount is an int, a flavor-resource a tuple of strings: read back one way only)."""
-    flat: list[object] = [priority, queue_time]
+def _asked(reads: tuple[int, int | None], requests: dict[FR, int], frs: list[FR]) -> tuple[object, ...]:
+    """What a search is asked, as one flat tuple (it is kept, per answer, across events): what
+    it reads of the preemptor (`preemptor_reads`), the requests' flavor-resources and amounts
+    alternating, then the flavor-resources searched in (an amount is an int, a flavor-resource
+    a tuple of strings: read back one way only)."""
+    flat: list[object] = list(reads)
     for fr, value in requests.items():
         flat.append(fr)
         flat.append(value)
@@ -267,17 +269,16 @@ class ClassicalPreemptor:
             if kept is None or self._moved is None:
                 return self._targets(cq, ws, requests, frs)
             return self._moved_targets(cq, ws, requests, frs, self._moved)
-        policy = cq.spec.preemption
-        reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
+        reads = preemptor_reads(cq, ws)
         root = cq.node.root()
         epoch = self._epochs.get(id(root), 0)
-        keep_bounds = KEEP_BOUNDS and not reads_time
+        keep_bounds = KEEP_BOUNDS and reads[1] is None
         if keep_bounds and self._bounds:
             said = self._bounds.get((id(cq), tuple(requests), tuple(frs)))
             if said is not None and said[0] == epoch and _dominated(said[1], ws.priority, requests):
                 self.defer(cq, requests, frs)  # the search's one side effect, as the bound's
                 return []
-        asked = _asked(ws.priority, ws.queue_time if reads_time else None, requests, frs)
+        asked = _asked(reads, requests, frs)
         key = (id(cq), asked)
         found = kept.get(key)
         if found is not None and found[0] == epoch:
@@ -314,9 +315,7 @@ class ClassicalPreemptor:
         across = self._across(cq, cq.node.root(), requests, frs)
         if across is None:
             return self._targets(cq, ws, requests, frs)
-        policy = cq.spec.preemption
-        reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
-        asked = (_asked(ws.priority, ws.queue_time if reads_time else None, requests, frs), moved)
+        asked = (_asked(preemptor_reads(cq, ws), requests, frs), moved)
         searches = cq.searches
         held = searches.get(asked)
         if held is not None and held[0] == across[0] and held[1] == across[1]:

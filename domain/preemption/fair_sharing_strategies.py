@@ -23,13 +23,14 @@ from domain.fair_sharing import (
     usage_seen_above,
 )
 from domain.local_queue_usage import by_usage, wants_fair
-from domain.objects import LOWER_OR_NEWER_EQUAL, NEVER
+from domain.objects import NEVER
 from domain.preemption.fair_shortfall import cannot_fit
 from domain.preemption.policy import (
     Target,
     max_candidate_priority,
     never_preempts,
     preemptible_now,
+    preemptor_reads,
     satisfies_policy,
     uses,
 )
@@ -94,9 +95,7 @@ class FairSharingPreemptor:
         kept = self._kept
         if kept is None or not self._nominating:
             return self._targets(cq, ws, requests, frs)
-        policy = cq.spec.preemption
-        reads_time = LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
-        key = (ws.priority, ws.queue_time if reads_time else None, id(cq), tuple(requests.items()), tuple(frs))
+        key = (preemptor_reads(cq, ws), id(cq), tuple(requests.items()), tuple(frs))
         epoch = self._epochs.get(id(cq.node.root()), 0)
         found = kept.get(key)
         if found is not None and found[0] == epoch:

@@ -50,6 +50,16 @@ def satisfies_policy(preemptor: WorkloadState, candidate: WorkloadState, policy:
     return policy == ANY
 
 
+def preemptor_reads(cq: ClusterQueueState, preemptor: WorkloadState) -> tuple[int, int | None]:
+    """What a search of `cq`'s candidates reads of the preemptor: its priority, and its queue
+    time only where a policy of `cq` is LowerOrNewerEqual (`satisfies_policy`,
+    `max_candidate_priority`). Searches asked alike under it may share one answer."""
+    policy = cq.spec.preemption
+    if LOWER_OR_NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort):
+        return preemptor.priority, preemptor.queue_time
+    return preemptor.priority, None
+
+
 def max_candidate_priority(policy: str, preemptor: WorkloadState) -> int | None:
     """The highest priority a candidate can have under this policy (None: any).
 
