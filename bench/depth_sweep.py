@@ -34,7 +34,9 @@ the workloads pending at the end of the untimed fill, measured in a child proces
 `searches/event`: preemption searches made per timed event (`_targets()` runs where the engine
 keeps answers apart, else `targets()` calls; less those that the shortfall bound answers before
 reading a candidate: domain/preemption/shortfall.py), counted in
-an extra, untimed pass (interpreted engines only; "-" where the engine is compiled).
+an extra, untimed pass (interpreted engines only; "-" where the engine is compiled);
+`assignments/event`: flavor assignments made per timed event in the same pass (`Scheduler.assign`
+calls; entries kept and given again are not counted).
 """
 
 from __future__ import annotations
@@ -337,10 +339,11 @@ def compare(engines: dict[str, type], stream: Stream, chunk: int) -> tuple[dict[
     return cpu, same
 
 
-def searches(engine_cls: type, stream: Stream) -> int | None:
+def searches(engine_cls: type, stream: Stream, assigned: list[int] | None = None) -> int | None:
     """Preemption searches made over the timed stream (searches run, not answers kept and given
     again, less those the shortfall bound answers, where the tree has it), or None if not
-    countable."""
+    countable. `assigned`: the flavor assignments made in the same pass (`Scheduler.assign`
+    calls, not entries kept and given again) are appended to it."""
     # The engine's own modules: a base tree's are kept under a prefix (engine_ab.load_engine_at)
     # while their __name__ still reads "domain.engine".
     name = next(k for k, m in list(sys.modules.items())
@@ -385,12 +388,24 @@ def searches(engine_cls: type, stream: Stream) -> int | None:
             except TypeError:
                 return None
             patched.append((cls, method, original))
+        made = [0]
+        sched = getattr(sys.modules.get(prefix + "domain.scheduler"), "Scheduler", None)
+        assign = sched.__dict__.get("assign") if sched is not None else None
+        if assigned is not None and assign is not None and hasattr(assign, "__code__"):
+            def assigning(self: Any, *a: Any, _o: Any = assign, **k: Any) -> Any:
+                made[0] += 1
+                return _o(self, *a, **k)
+
+            setattr(sched, "assign", assigning)
+            patched.append((sched, "assign", assign))
         engine = engine_cls()
         for offset, event in enumerate(stream.prelude):
             engine.apply(event, offset)
-        counted[0] = 0
+        counted[0] = made[0] = 0
         for offset, event in enumerate(stream.timed, len(stream.prelude)):
             engine.apply(event, offset)
+        if assigned is not None:
+            assigned.append(made[0])
         return counted[0]
     finally:
         for owner, name, original in patched:
@@ -522,8 +537,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     row[f"mem_{side}"] = got
             if count_searches:
                 for side, cls in engines.items():
-                    found = searches(cls, stream)
+                    assigned: list[int] = []
+                    found = searches(cls, stream, assigned)
                     row[f"searches_{side}"] = None if found is None else found / n
+                    row[f"assigned_{side}"] = assigned[0] / n if found is not None and assigned else None
             rows.append(row)
             rates = "  ".join(f"{side} {row[f'rate_{side}']:>8,.0f} ev/s" for side in engines)
             mem = "  ".join(
@@ -531,6 +548,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for side in engines if row.get(f"mem_{side}"))
             srch = "  ".join(f"{side} {row[f'searches_{side}']:.2f} searches/event"
                              for side in engines if row.get(f"searches_{side}") is not None)
+            srch += "".join(f"  {side} {row[f'assigned_{side}']:.1f} assignments/event"
+                            for side in engines if row.get(f"assigned_{side}") is not None)
             print(f"  {stream.name:<34} {n:>7,} events  {rates}  identical: {'yes' if same else 'NO'}  {mem}  {srch}",
                   flush=True)
 
@@ -563,7 +582,8 @@ def table(rows: list[dict[str, Any]], sides: list[str]) -> str:
         head += [f"{side} ev/s", f"{side} rel."]
     if "base" in sides:
         head.append("speed-up")
-    head += [f"{side} B/pending" for side in sides] + [f"{side} searches/ev" for side in sides] + ["identical"]
+    head += [f"{side} B/pending" for side in sides] + [f"{side} searches/ev" for side in sides]
+    head += [f"{side} assignments/ev" for side in sides] + ["identical"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [row["name"], f"{row['events']:,}"]
@@ -579,6 +599,9 @@ def table(rows: list[dict[str, Any]], sides: list[str]) -> str:
         for side in sides:
             s = row.get(f"searches_{side}")
             cells.append("-" if s is None else f"{s:.2f}")
+        for side in sides:
+            s = row.get(f"assigned_{side}")
+            cells.append("-" if s is None else f"{s:.1f}")
         cells.append("yes" if row["same"] else "NO")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
