@@ -336,7 +336,11 @@ def _delete_object(state: State, kind: str, name: str, namespace: str | None, ou
         take_back_reservations(state, out, list(cq.admitted))
         cq.terminating = True
         refresh_activeness(state, out)
-        wake_tree(state, cq)
+        # No wake of its cohort tree: Kueue's ClusterQueue controller requeues nothing when a
+        # queue is deleted (pkg/controller/core/clusterqueue_controller.go Delete, and Update of
+        # a queue being deleted), so a head the smaller cohort now lets in or preempt for waits
+        # for the next event that retries its tree. Reservations taken back above are releases
+        # and wake as any release does.
         drop_if_terminated(state, out, cq)
     elif kind == "LocalQueue":
         assert namespace is not None
