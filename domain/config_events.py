@@ -338,9 +338,9 @@ def _delete_object(state: State, kind: str, name: str, namespace: str | None, ou
         refresh_activeness(state, out)
         # No wake of its cohort tree: Kueue's ClusterQueue controller requeues nothing when a
         # queue is deleted (pkg/controller/core/clusterqueue_controller.go Delete, and Update of
-        # a queue being deleted), so a head the smaller cohort now lets in or preempt for waits
-        # for the next event that retries its tree. Reservations taken back above are releases
-        # and wake as any release does.
+        # a queue being deleted), so a head that could now preempt in the smaller cohort (under
+        # fair sharing the other queues' shares rise) waits for the next event that retries its
+        # tree. Reservations taken back above are releases and wake as any release does.
         drop_if_terminated(state, out, cq)
     elif kind == "LocalQueue":
         assert namespace is not None
