@@ -57,7 +57,7 @@ from typing import Any
 import msgspec
 
 from bench.engine_ab import ROOT, engine_form, load_engine_at, load_engine_from
-from domain.timestamps import format_time
+from domain.timestamps import format_time, parse_time
 
 FLAVORS = ("on-demand", "spot")
 NOMINAL = {"on-demand": {"cpu": "16", "memory": "64Gi"}, "spot": {"cpu": "8", "memory": "32Gi"}}
@@ -312,7 +312,10 @@ def preemption_deep_stream(events: int, depth: int = 200, seed: int = 1) -> Stre
 # -- measuring ----------------------------------------------------------------------------------
 
 
-def compare(engines: dict[str, type], stream: Stream, chunk: int) -> tuple[dict[str, float], bool]:
+def compare(engines: dict[str, type], stream: Stream, chunk: int,
+            counts: dict[str, int] | None = None) -> tuple[dict[str, float], bool]:
+    """CPU seconds of each engine over the timed stream, and whether their decisions were the
+    same. `counts` (if given) gets the decisions made over the timed stream, all and Pending."""
     live = {side: cls() for side, cls in engines.items()}
     for engine in live.values():
         for offset, event in enumerate(stream.prelude):
@@ -336,14 +339,21 @@ def compare(engines: dict[str, type], stream: Stream, chunk: int) -> tuple[dict[
             cpu[side] += clock() - c0
             decided[side] = b"".join(encode(d) for out in results for d in out)
         same = same and len(set(decided.values())) == 1
+        if counts is not None:
+            made = decided[sides[0]]
+            # Each decision is encoded on its own, its tag first.
+            counts["decisions"] = counts.get("decisions", 0) + made.count(b'{"type":"')
+            counts["pending"] = counts.get("pending", 0) + made.count(b'{"type":"Pending"')
     return cpu, same
 
 
-def searches(engine_cls: type, stream: Stream, assigned: list[int] | None = None) -> int | None:
+def searches(engine_cls: type, stream: Stream, assigned: list[int] | None = None,
+             retries: list[tuple[int, int]] | None = None) -> int | None:
     """Preemption searches made over the timed stream (searches run, not answers kept and given
     again, less those the shortfall bound answers, where the tree has it), or None if not
     countable. `assigned`: the flavor assignments made in the same pass (`Scheduler.assign`
-    calls, not entries kept and given again) are appended to it."""
+    calls, not entries kept and given again) are appended to it. `retries`: the cohort-tree
+    retries of the same pass (`tree_retries`) are appended to it."""
     # The engine's own modules: a base tree's are kept under a prefix (engine_ab.load_engine_at)
     # while their __name__ still reads "domain.engine".
     name = next(k for k, m in list(sys.modules.items())
@@ -398,18 +408,76 @@ def searches(engine_cls: type, stream: Stream, assigned: list[int] | None = None
 
             setattr(sched, "assign", assigning)
             patched.append((sched, "assign", assign))
+        woken: dict[str, None] = {}
+        if retries is not None:
+            patched += _hook_wakes(prefix, woken)
         engine = engine_cls()
         for offset, event in enumerate(stream.prelude):
             engine.apply(event, offset)
         counted[0] = made[0] = 0
+        retried: list[tuple[int, str]] = []
         for offset, event in enumerate(stream.timed, len(stream.prelude)):
+            woken.clear()
             engine.apply(event, offset)
+            retried += ((offset, root) for root in woken)
         if assigned is not None:
             assigned.append(made[0])
+        if retries is not None:
+            retries.append(tree_retries(stream, retried))
         return counted[0]
     finally:
         for owner, name, original in patched:
             setattr(owner, name, original)
+
+
+# Kueue main does not retry a cohort tree's inadmissible workloads when quota comes back: it asks
+# its requeuer to, which waits a second and folds every other request for the same tree in that
+# second into one (pkg/cache/queue/inadmissible_workloads.go, requeueBatchPeriod).
+KUEUE_REQUEUE_BATCH_US = 1_000_000
+
+
+def _hook_wakes(prefix: str, woken: dict[str, None]) -> list[tuple[Any, str, Any]]:
+    """Record in `woken` the root of every cohort tree whose parked heads an event retries."""
+    lifecycle = sys.modules[prefix + "domain.lifecycle"]
+    patched: list[tuple[Any, str, Any]] = []
+    whole, released = lifecycle.wake_tree, lifecycle._wake_tree_after_release
+    if not hasattr(whole, "__code__") or not hasattr(released, "__code__"):
+        return patched  # compiled
+
+    def wake_tree(state: Any, cq: Any, _o: Any = whole) -> Any:
+        woken[cq.node.root().name] = None
+        return _o(state, cq)
+
+    def after_release(state: Any, cq: Any, *a: Any, _o: Any = released) -> Any:
+        woken[cq.node.root().name] = None
+        return _o(state, cq, *a)
+
+    patched.append((lifecycle, "_wake_tree_after_release", released))
+    lifecycle._wake_tree_after_release = after_release
+    for name, module in list(sys.modules.items()):
+        if name.startswith(prefix + "domain.") and getattr(module, "wake_tree", None) is whole:
+            patched.append((module, "wake_tree", whole))
+            module.wake_tree = wake_tree
+    return patched
+
+
+def tree_retries(stream: Stream, retried: list[tuple[int, str]]) -> tuple[int, int]:
+    """(retries quotaflow made, retries Kueue main's requeuer would make) over the timed stream:
+    quotaflow retries a tree at each event that asks for it; Kueue's requeuer serves a request
+    a second after it, with every later request for the same tree in that second."""
+    first = len(stream.prelude)
+    due: dict[str, int] = {}
+    batches = 0
+    for offset, root in retried:
+        t = _event_time_us(stream.timed[offset - first])
+        if root not in due or t > due[root]:
+            due[root] = t + KUEUE_REQUEUE_BATCH_US
+            batches += 1
+    return len(retried), batches
+
+
+def _event_time_us(event: bytes) -> int:
+    return parse_time(msgspec.json.decode(event)["time"])
 
 
 _MEMORY_CHILD = r"""
@@ -521,9 +589,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows: list[dict[str, Any]] = []
 
         def run(stream: Stream, group: str, depth: int | None, count_searches: bool = False) -> None:
-            cpu, same = compare(engines, stream, args.chunk)
+            counts: dict[str, int] = {}
+            cpu, same = compare(engines, stream, args.chunk, counts)
             n = len(stream.timed)
-            row: dict[str, Any] = {"name": stream.name, "group": group, "depth": depth, "events": n, "same": same}
+            row: dict[str, Any] = {"name": stream.name, "group": group, "depth": depth, "events": n, "same": same,
+                                   "decisions": counts.get("decisions", 0) / n, "pending": counts.get("pending", 0) / n}
             for side in engines:
                 row[f"rate_{side}"] = n / cpu[side] if cpu[side] else float("inf")
             if not args.no_memory:
@@ -538,9 +608,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if count_searches:
                 for side, cls in engines.items():
                     assigned: list[int] = []
-                    found = searches(cls, stream, assigned)
+                    retries: list[tuple[int, int]] = []
+                    found = searches(cls, stream, assigned, retries if side == "ours" else None)
                     row[f"searches_{side}"] = None if found is None else found / n
                     row[f"assigned_{side}"] = assigned[0] / n if found is not None and assigned else None
+                    if found is not None and retries and retries[0][0]:
+                        row["retries"] = (retries[0][0] / n, retries[0][1] / n)
             rows.append(row)
             rates = "  ".join(f"{side} {row[f'rate_{side}']:>8,.0f} ev/s" for side in engines)
             mem = "  ".join(
@@ -550,14 +623,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                              for side in engines if row.get(f"searches_{side}") is not None)
             srch += "".join(f"  {side} {row[f'assigned_{side}']:.1f} assignments/event"
                             for side in engines if row.get(f"assigned_{side}") is not None)
-            print(f"  {stream.name:<34} {n:>7,} events  {rates}  identical: {'yes' if same else 'NO'}  {mem}  {srch}",
+            out = f"  {row['decisions']:.1f} decisions/event ({row['pending']:.1f} Pending)"
+            if "retries" in row:
+                out += (f"  {row['retries'][0]:.2f} tree retries/event"
+                        f" ({row['retries'][1]:.2f} under Kueue's 1 s requeue batch)")
+            print(f"  {stream.name:<34} {n:>7,} events  {rates}  identical: {'yes' if same else 'NO'}  {mem}  {srch}{out}",
                   flush=True)
 
         for strategy in strategies:
             for policy in policies:
                 for depth in depths:
                     run(sweep_stream(strategy, policy, depth, cohorts, args.per_cohort, events),
-                        f"{strategy}/{policy}", depth, count_searches=policy != "none")
+                        f"{strategy}/{policy}", depth, count_searches=True)
         if submit_all:
             run(submit_all_stream(submit_all, cohorts, args.per_cohort), "submit-all", None)
         if pre_events:
@@ -583,7 +660,8 @@ def table(rows: list[dict[str, Any]], sides: list[str]) -> str:
     if "base" in sides:
         head.append("speed-up")
     head += [f"{side} B/pending" for side in sides] + [f"{side} searches/ev" for side in sides]
-    head += [f"{side} assignments/ev" for side in sides] + ["identical"]
+    head += [f"{side} assignments/ev" for side in sides]
+    head += ["decisions/ev (Pending)", "tree retries/ev (Kueue 1 s batch)", "identical"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [row["name"], f"{row['events']:,}"]
@@ -602,6 +680,9 @@ def table(rows: list[dict[str, Any]], sides: list[str]) -> str:
         for side in sides:
             s = row.get(f"assigned_{side}")
             cells.append("-" if s is None else f"{s:.1f}")
+        cells.append(f"{row['decisions']:.1f} ({row['pending']:.1f})")
+        retries = row.get("retries")
+        cells.append("-" if retries is None else f"{retries[0]:.2f} ({retries[1]:.2f})")
         cells.append("yes" if row["same"] else "NO")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")

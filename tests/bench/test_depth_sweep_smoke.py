@@ -51,3 +51,23 @@ def test_memory_is_measured_over_the_pending_backlog(tmp_path: Path) -> None:
     assert got is not None
     per_pending, pending = got
     assert pending > 300 and per_pending > 0
+
+
+def test_kueue_requeue_batch_folds_the_retries_of_a_tree_within_a_second() -> None:
+    def at(seconds: float) -> bytes:
+        return depth_sweep.encode(depth_sweep._by_name(
+            "WorkloadFinished", depth_sweep.START_US + int(seconds * 1_000_000), "ns", "w"))
+
+    times = (0, 0.25, 0.5, 1.5, 2.4, 2.6, 3.0)
+    stream = depth_sweep.Stream("t", [b"setup"], [at(s) for s in times])
+    retried = [(1 + i, "a") for i in range(len(times))] + [(2, "b")]
+    retried.sort()
+    # Tree a: 0 (with 0.25, 0.5), 1.5 (with 2.4), 2.6 (with 3.0); tree b: 0.25.
+    assert depth_sweep.tree_retries(stream, retried) == (8, 4)
+
+
+def test_the_table_reports_decisions_per_event() -> None:
+    row = {"name": "BestEffortFIFO/none/2", "group": "BestEffortFIFO/none", "depth": 2, "events": 10,
+           "same": True, "rate_ours": 100.0, "decisions": 2.5, "pending": 1.5, "retries": (0.5, 0.25)}
+    out = depth_sweep.table([row], ["ours"])
+    assert "| 2.5 (1.5) | 0.50 (0.25) | yes |" in out
