@@ -19,7 +19,12 @@ from streams.cli.common import broker_option, fail, require_existing_log, run
 from streams.cli.output import Output, chosen, json_flag, output_option
 from streams.cli.publishing import publish, publish_by_name
 from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, split_ref, workload_ref
-from streams.cli.waiting import timeout_option, wait_option
+from streams.cli.waiting import (
+    WAIT_BY_KIND,
+    WAIT_WHEN_ASKED,
+    timeout_option,
+    wait_option,
+)
 
 DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -95,7 +100,7 @@ def register(app: typer.Typer) -> None:
     def apply(
         file: str = typer.Option(..., "-f", "--filename", help="Kueue objects as YAML or JSON (multi-document; a directory: its *.yaml, *.yml, *.json; - for stdin)"),
         broker: str = broker_option(),
-        wait: bool | None = wait_option(),
+        wait: bool | None = wait_option(WAIT_WHEN_ASKED),
         timeout: float = timeout_option(),
     ) -> None:
         """Apply Kueue configuration objects (ResourceFlavor, ClusterQueue, LocalQueue, ...)."""
@@ -165,7 +170,7 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Argument(..., metavar="NAME", help="NAME, or NS/NAME for namespaced kinds"),
         namespace: str | None = typer.Option(None, "-n", "--namespace", help="for namespaced kinds"),
         broker: str = broker_option(),
-        wait: bool | None = wait_option(),
+        wait: bool | None = wait_option(WAIT_BY_KIND),
         timeout: float = timeout_option(),
     ) -> None:
         """Delete a configuration object or a workload."""

@@ -27,8 +27,8 @@ def publish(
     from streams.client import Client
     from streams.log.envelope import CLI_SOURCE
 
-    # A valid configuration change decides nothing, so waiting for it is slow to conclude: only
-    # an explicit --wait asks for that.
+    # A configuration change waits only when asked: an agent older than the `Applied` decision
+    # decides nothing for a valid change, so waiting for one is slow to conclude.
     waiting = should_wait(wait) if not config or wait is not None else False
 
     async def go() -> tuple[list[int], Any]:

@@ -12,7 +12,7 @@ import typer
 from streams.cli.common import broker_option, fail, run
 from streams.cli.publishing import publish
 from streams.cli.refs import NAMESPACE_HELP, WORKLOAD_REF_HELP, split_ref, workload_ref
-from streams.cli.waiting import timeout_option, wait_option
+from streams.cli.waiting import WAIT_WHEN_ASKED, timeout_option, wait_option
 
 stop_app = typer.Typer(help="Stop admission to a queue, or deactivate a workload (as kueuectl stop).", no_args_is_help=True)
 resume_app = typer.Typer(help="Resume a stopped queue or workload (as kueuectl resume).", no_args_is_help=True)
@@ -67,7 +67,7 @@ def _queue_commands(app: typer.Typer, command: str, policy: Callable[[bool], str
                     hidden=not keep_flag,
                 ),
                 broker: str = broker_option(),
-                wait: bool | None = wait_option(),
+                wait: bool | None = wait_option(WAIT_WHEN_ASKED),
                 timeout: float = timeout_option(),
             ) -> None:
                 ns = split_ref(command, name, namespace)[0] if namespaced else None

@@ -34,11 +34,18 @@ DEFAULT_TIMEOUT_S = 30.0
 CONFIG_GRACE_S = 3.0
 
 
-def wait_option() -> Any:
+# Which of `--wait`'s defaults a command has (streams/cli/publishing.py): a workload command waits
+# when stdout is a terminal; a configuration change waits only when asked.
+WAIT_ON_A_TERMINAL = "wait when stdout is a terminal"
+WAIT_WHEN_ASKED = "no waiting; a configuration change waits only when asked"
+WAIT_BY_KIND = "for a workload, wait when stdout is a terminal; for a configuration object, only when asked"
+
+
+def wait_option(default: str = WAIT_ON_A_TERMINAL) -> Any:
     return typer.Option(
         None,
         "--wait/--no-wait",
-        help="wait for the agent's decisions and exit 1 if one is Rejected (default: wait when stdout is a terminal)",
+        help=f"wait for the agent's decisions and exit 1 if one is Rejected (default: {default})",
         show_default=False,
     )
 

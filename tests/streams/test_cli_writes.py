@@ -210,3 +210,23 @@ def test_on_a_terminal_workload_commands_wait_and_configuration_commands_do_not(
     flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "g"}}
     code, err = on_a_terminal("apply", "-f", str(logs.write("g.yaml", flavor)), "--timeout", "1")
     assert code == 0 and err == ""
+
+
+def test_the_help_of_wait_gives_each_commands_own_default() -> None:
+    import typer.main
+
+    from streams.cli.main import app
+
+    def wait_help(*path: str) -> str:
+        command = typer.main.get_command(app)
+        for name in path:
+            command = command.commands[name]  # type: ignore[attr-defined]
+        return next(p.help for p in command.params if p.name == "wait")
+
+    on_a_terminal = "(default: wait when stdout is a terminal)"
+    for workload_command in (("submit",), ("finish",), ("stop", "workload"), ("resume", "workload"), ("set", "priority")):
+        assert wait_help(*workload_command).endswith(on_a_terminal), workload_command
+    for configuration_command in (("apply",), ("stop", "clusterqueue"), ("resume", "localqueue")):
+        text = wait_help(*configuration_command)
+        assert "a configuration change waits only when asked" in text and on_a_terminal not in text, configuration_command
+    assert "for a workload, wait when stdout is a terminal; for a configuration object, only when asked" in wait_help("delete")
