@@ -18,8 +18,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write the input log as JSON Lines, every record exactly.
 
-        One line per record (CONTRACT.md, "Events files"): `quotaflow replay FILE` decides it as
-        the agent did."""
+        One line per record (CONTRACT.md, "`quotaflow export` and exact events files"): `quotaflow
+        replay FILE` decides it as the agent did."""
         from streams.cli.progress import Progress, watched
         from streams.log import Topics, open_log
         from streams.log.event_files import export_line, gap_line
