@@ -36,6 +36,10 @@ def run(command: str, coro_fn: Callable[[], Awaitable[T]]) -> T:
         raise fail(command, str(exc)) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except BrokenPipeError:
+        # Standard output's reader is gone (`quotaflow watch | head`): not the log's failure. The
+        # command may catch it; click ends any other quietly.
+        raise
     except (OSError, ConnectionError) as exc:
         raise fail(command, f"cannot reach the log: {exc}") from None
     except Exception as exc:
