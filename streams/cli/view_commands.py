@@ -294,7 +294,8 @@ def register(app: typer.Typer) -> None:
         """Serve the dashboard at /, the views (JSON) and Prometheus /metrics over HTTP, following the logs.
 
         Read-only; 127.0.0.1 unless --host says otherwise. With $QUOTAFLOW_HTTP_TOKEN (or
-        $QUOTAFLOW_HTTP_TOKEN_FILE) set, every request needs `Authorization: Bearer TOKEN`."""
+        $QUOTAFLOW_HTTP_TOKEN_FILE) set, every request needs `Authorization: Bearer TOKEN`, or the
+        cookie a browser gets by opening /?token=TOKEN once."""
         import asyncio
 
         from projections.server import ProjectionServer
