@@ -253,8 +253,8 @@ def register(app: typer.Typer) -> None:
         http_port: int | None = typer.Option(
             None,
             "--http-port",
-            help=f"port for /health, /status and /metrics; 0: none (default: ${defaults.ENV_HTTP_PORT} or "
-            f"{defaults.DEFAULT_HTTP_PORT} on Kafka, none on SQLite)",
+            help=f"port for /health, /status and /metrics; 0: none (default: ${defaults.ENV_HTTP_PORT}, else "
+            f"{defaults.DEFAULT_HTTP_PORT} on Kafka and none on SQLite)",
         ),
         http_host: str = typer.Option(
             defaults.DEFAULT_HTTP_HOST, "--http-host", envvar=defaults.ENV_HTTP_HOST,
