@@ -324,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", type=_csv(MODES), default=list(MODES), help="bytes,dict (default both)")
     parser.add_argument(
         "--variants", type=_csv(VARIANTS), default=list(VARIANTS),
-        help="any of base,cq10,backlog10,backlog1 (default all; base is always run)",
+        help=f"any of {','.join(VARIANTS)} (default all; base is always run)",
     )
     parser.add_argument(
         "--cq10-window", type=float, default=1 / CQ_SCALE,
@@ -343,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     parser.add_argument(
         "--profile", action="store_true",
-        help="instead of the comparison, cProfile the base variant (first of --modes) and print the top 25 functions",
+        help="instead of the comparison, cProfile one variant (--profile-variant; first of --modes) and print the top 25 functions",
     )
     parser.add_argument(
         "--profile-variant", choices=VARIANTS, default="base", help="the variant --profile profiles (default base)"

@@ -35,7 +35,7 @@ VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
 VISIBILITY_API = f"{VISIBILITY_GROUP}/v1beta1"  # what quotaflow's own paths report
 DEFAULT_PENDING_LIMIT = 1000  # Kueue's constants.DefaultPendingWorkloadsLimit
-MAX_PENDING_LIMIT = 4000  # Kueue's constants.MaxPendingWorkloadsLimit
+MAX_PENDING_LIMIT = 4000  # a page's bound; Kueue's constants.MaxPendingWorkloadsLimit is 100_000
 
 _json = msgspec.json.Decoder()
 

@@ -253,16 +253,16 @@ def register(app: typer.Typer) -> None:
         http_port: int | None = typer.Option(
             None,
             "--http-port",
-            help=f"port for /health, /status and /metrics; 0: none (default: ${defaults.ENV_HTTP_PORT} or "
-            f"{defaults.DEFAULT_HTTP_PORT} on Kafka, none on SQLite)",
+            help=f"port for /health, /status and /metrics; 0: none (default: ${defaults.ENV_HTTP_PORT}, else "
+            f"{defaults.DEFAULT_HTTP_PORT} on Kafka and none on SQLite)",
         ),
         http_host: str = typer.Option(
             defaults.DEFAULT_HTTP_HOST, "--http-host", envvar=defaults.ENV_HTTP_HOST,
-            help=f"address for /health, /status and /metrics; anything but loopback needs ${defaults.ENV_HTTP_TOKEN} "
-            f"(or --insecure-bind)",
+            help=f"address for /health, /status and /metrics; anything but loopback needs ${defaults.ENV_HTTP_TOKEN}, "
+            f"client certificates (${defaults.ENV_HTTP_TLS_CLIENT_CA}) or --insecure-bind",
         ),
         insecure_bind: bool = typer.Option(
-            False, "--insecure-bind", help=f"serve /status and /metrics on a non-loopback address with no token (${defaults.ENV_HTTP_INSECURE}=1)"
+            False, "--insecure-bind", help=f"serve /status and /metrics on a non-loopback address with no authentication (${defaults.ENV_HTTP_INSECURE}=1)"
         ),
         snapshot_every: int = typer.Option(
             defaults.DEFAULT_SNAPSHOT_EVERY, envvar=defaults.ENV_SNAPSHOT_EVERY, help="snapshot after this many input events"

@@ -61,7 +61,8 @@ def _queue_commands(app: typer.Typer, command: str, policy: Callable[[bool], str
 
             def cmd(
                 name: str = typer.Argument(..., metavar="NS/NAME" if namespaced else "NAME"),
-                namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP),
+                # accepted and ignored for a ClusterQueue, as kubectl does for cluster-scoped kinds
+                namespace: str | None = typer.Option(None, "-n", "--namespace", help=NAMESPACE_HELP, hidden=not namespaced),
                 keep_already_running: bool = typer.Option(
                     False, "--keep-already-running", help="hold new admissions only; admitted workloads keep running (Hold)",
                     hidden=not keep_flag,

@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         broker: str = broker_option(),
         as_of: int | None = _as_of(),
         offset: int = typer.Option(0, min=0, help="first position to show"),
-        limit: int = typer.Option(1000, min=1, help="how many to show (Kueue's visibility API allows at most 4000)"),
+        limit: int = typer.Option(1000, min=1, help="how many to show (at most 4000 a page; Kueue's visibility API allows 100,000)"),
         show_all: bool = typer.Option(False, "--all", help="every pending workload, however many"),
         output: Output = output_option(),
         json_out: bool = _json_flag(),
@@ -294,7 +294,8 @@ def register(app: typer.Typer) -> None:
         """Serve the dashboard at /, the views (JSON) and Prometheus /metrics over HTTP, following the logs.
 
         Read-only; 127.0.0.1 unless --host says otherwise. With $QUOTAFLOW_HTTP_TOKEN (or
-        $QUOTAFLOW_HTTP_TOKEN_FILE) set, every request needs `Authorization: Bearer TOKEN`."""
+        $QUOTAFLOW_HTTP_TOKEN_FILE) set, every request needs `Authorization: Bearer TOKEN`, or the
+        cookie a browser gets by opening /?token=TOKEN once."""
         import asyncio
 
         from projections.server import ProjectionServer
