@@ -11,8 +11,9 @@ refusal from the input log alone.
 - `admin` (the admin topic): any event.
 - `tenant:<namespace>` (that namespace's tenant topic): only workload events
   (WorkloadSubmitted, WorkloadUpdated, WorkloadFinished, WorkloadDeleted, WorkloadReleased) of
-  workloads in `<namespace>`. Configuration of any kind, and admission check states (Kueue's
-  admission check controllers set those, not a workload's owner), come only from the admin topic.
+  workloads in `<namespace>`. Configuration of any kind, admission check states (Kueue's
+  admission check controllers set those, not a workload's owner), pods readiness reports and
+  Ticks come only from the admin topic.
 
 An event id is scoped by its source (`scoped_id`): a tenant reusing another source's id neither
 suppresses that source's event nor is suppressed by it.
@@ -50,6 +51,17 @@ _VERBS: Final = {
     "AdmissionCheckStateChanged": "update",
     "ConfigApplied": "apply",
     "ConfigDeleted": "delete",
+    "WorkloadPodsReady": "update",
+    "Tick": "append",
+}
+# What the refusal of each event a tenant may not send names, besides configuration, and why.
+_REFUSED: Final = {
+    "AdmissionCheckStateChanged": (
+        "admission check states",
+        "configuration and admission check states come only from the admin topic",
+    ),
+    "WorkloadPodsReady": ("pods readiness", "pods readiness and Ticks come only from the admin topic"),
+    "Tick": ("Ticks", "pods readiness and Ticks come only from the admin topic"),
 }
 
 
@@ -125,12 +137,11 @@ def check_source(source: str | None, etype: object, raw: Mapping[str, Any]) -> N
         verb = _VERBS.get(etype)
         if verb is None:
             return  # not an event type at all: the engine says so
-        what = _resource(etype, raw) if etype.startswith("Config") else "admission check states"
-        raise InvalidInput(
-            reasons.FORBIDDEN,
-            f'source "{source}" cannot {verb} {what}: '
-            "configuration and admission check states come only from the admin topic",
-        )
+        if etype.startswith("Config"):
+            what, rule = _resource(etype, raw), _REFUSED["AdmissionCheckStateChanged"][1]
+        else:
+            what, rule = _REFUSED[etype]
+        raise InvalidInput(reasons.FORBIDDEN, f'source "{source}" cannot {verb} {what}: {rule}')
     if etype == "Batch":
         return
     target = _workload_namespace(etype, raw)

@@ -295,6 +295,7 @@ def config_deleted(state: State, raw: Mapping[str, Any], out: Emitter, batch_ind
         found = cq is not None and not cq.terminating
     elif kind == "LocalQueue":
         namespace = f.str("namespace", "default")
+        checked(f, "namespace", namespace, label_problem(namespace))
         found = (namespace, name) in state.local_queues
     elif kind == "ResourceFlavor":
         found = name in state.flavors

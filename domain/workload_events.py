@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from domain import reasons
 from domain.decisions import Applied, Deleted, Finished
 from domain.emitter import Emitter
@@ -185,10 +187,18 @@ def update(state: State, spec: WorkloadSpec, out: Emitter, batch_index: int | No
     # Its own outcome, whatever the update changes (it may change nothing another decision shows).
     out.emit(Applied, kind="Workload", name=spec.name, namespace=spec.namespace, action=UPDATED, batchIndex=batch_index)
     # Keep the original queue position: an update is not a new submission.
-    spec_kept = WorkloadSpec(
-        spec.namespace, spec.name, spec.queue_name, spec.priority, spec.priority_class,
-        spec.active, spec.labels, old.creation_time if spec.creation_time is None else spec.creation_time,
-        old.pod_sets, pod_priority_class=spec.pod_priority_class, max_exec_seconds=spec.max_exec_seconds,
+    # What the update cannot change stays the submission's: the pod sets as counted, what they
+    # were found to be (requests above limits), and the UID.
+    spec_kept = msgspec.structs.replace(
+        old,
+        queue_name=spec.queue_name,
+        priority=spec.priority,
+        priority_class=spec.priority_class,
+        active=spec.active,
+        labels=spec.labels,
+        creation_time=old.creation_time if spec.creation_time is None else spec.creation_time,
+        pod_priority_class=spec.pod_priority_class,
+        max_exec_seconds=spec.max_exec_seconds,
     )
     was_pending = ws.admission is None and old.active
     # Kueue's workload controller handles a deactivated workload as a finished one

@@ -52,6 +52,7 @@ WORKLOAD_REF_EVENTS = (
     "WorkloadDeleted",
     "WorkloadReleased",
     "AdmissionCheckStateChanged",
+    "WorkloadPodsReady",
 )
 NAMESPACED_KINDS = ("LocalQueue",)
 

@@ -112,6 +112,23 @@ def test_a_tenant_topic_cannot_change_configuration(record: bytes) -> None:
     assert log.engine.state.cluster_queues["cq"].spec is not None
 
 
+@pytest.mark.parametrize(
+    ("record", "what"),
+    [
+        (event("WorkloadPodsReady", TEAM_A, namespace="team-b", name="b1"), "update pods readiness"),
+        (event("WorkloadPodsReady", TEAM_A, namespace="team-b", name="b1", ready=False), "update pods readiness"),
+        (event("Tick", TEAM_A, time="2030-01-01T00:00:00Z"), "append Ticks"),
+    ],
+)
+def test_a_tenant_topic_cannot_report_pods_readiness_or_tick(record: bytes, what: str) -> None:
+    log = Log()
+    log.setup("team-a", "team-b")
+    assert isinstance(log.apply(event("WorkloadSubmitted", "tenant:team-b", workload=workload("b1", "team-b")))[0], Admitted)
+    d = only_rejection(log.apply(record))
+    assert d.reason == reasons.FORBIDDEN
+    assert f'source "tenant:team-a" cannot {what}' in d.message and "admin topic" in d.message
+
+
 def test_a_raised_quota_from_a_tenant_admits_nothing_more() -> None:
     log = Log()
     log.setup("team-a", cpu=2)

@@ -73,3 +73,11 @@ def test_a_huge_annotation_is_rejected_on_both_paths() -> None:
     for raw in (json.dumps(event).encode(), event):
         d = Engine().apply(raw, 0)[0]
         assert isinstance(d, Rejected) and "metadata.annotations: Too long" in d.message
+
+
+def test_a_local_queue_deletion_names_a_valid_namespace() -> None:
+    event = {"type": "ConfigDeleted", "kind": "LocalQueue", "namespace": "Bad_NS", "name": "lq"}
+    d = Engine().apply(json.dumps(event).encode(), 0)[0]
+    assert isinstance(d, Rejected) and d.reason == reasons.MALFORMED_EVENT
+    assert d.message.startswith('ConfigDeleted: namespace: Invalid value: "Bad_NS": a lowercase RFC 1123 label')
+    assert d.namespace is None
