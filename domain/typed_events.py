@@ -64,7 +64,8 @@ class _Spec(msgspec.Struct, forbid_unknown_fields=True):
     priorityClassRef: _Ref | None = None
     active: bool | None = None
     podSets: msgspec.Raw = msgspec.Raw()  # empty: absent
-    # Refused by the general path when set (not supported): here only seen, to defer to it.
+    # Read (maximumExecutionTimeSeconds) or refused (preemptionGates) by the general path: here
+    # only seen, to defer to it.
     maximumExecutionTimeSeconds: msgspec.Raw = msgspec.Raw()
     preemptionGates: msgspec.Raw = msgspec.Raw()
 

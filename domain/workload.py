@@ -64,7 +64,8 @@ class WorkloadSpec(msgspec.Struct, frozen=True, gc=False):
     pod_sets: tuple[PodSet, ...]
     uid: str | None = None
     # Set when some container requests more than its limit: Kueue holds such a workload as
-    # Misconfigured until it is updated (checked when it is nominated, like the namespace).
+    # Misconfigured (checked when it is nominated, like the namespace). An update keeps the pod
+    # sets of the submission, and so this finding.
     resources_error: str | None = None
     # A Kubernetes PriorityClass the workload names (priorityClassSource
     # scheduling.k8s.io/priorityclass, or a priorityClassRef of that group); `priority_class`
