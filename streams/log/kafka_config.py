@@ -34,6 +34,8 @@ from typing import Any
 
 import structlog
 
+from streams.log.interface import LogError
+
 ENV_PREFIX = "QUOTAFLOW_KAFKA_"
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -42,8 +44,10 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _warned_plain = False
 
 
-class KafkaConfigError(ValueError):
-    pass
+class KafkaConfigError(LogError, ValueError):
+    """A `QUOTAFLOW_KAFKA_*` setting no Kafka client can be built with. A LogError, so every
+    command that opens a log reports it in one line, naming the setting: it is not a broker
+    that cannot be reached, and no retry mends it."""
 
 
 def _warn_password_in_clear() -> None:
