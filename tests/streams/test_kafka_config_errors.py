@@ -5,6 +5,9 @@ broker is needed: the settings are refused before any client connects."""
 from __future__ import annotations
 
 import os
+import shutil
+import ssl
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ from typer.testing import CliRunner
 
 from streams.cli.main import app
 from streams.log import LogError
-from streams.log.kafka_config import KafkaConfigError
+from streams.log.kafka_config import KafkaConfigError, KafkaSecurity
 
 BROKER = "kafka://127.0.0.1:1"  # nothing listens there; nothing may try to
 
@@ -92,3 +95,61 @@ def test_missing_sasl_credentials_are_named(command: str, kafka_env: pytest.Monk
 
 def test_a_kafka_config_error_is_a_log_error() -> None:
     assert issubclass(KafkaConfigError, LogError)
+
+
+@pytest.mark.parametrize("command", NAMES)
+def test_a_missing_ca_file_is_named(command: str, kafka_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    missing = tmp_path / "kafka-ca" / "ca.crt"
+    kafka_env.setenv("QUOTAFLOW_KAFKA_SECURITY_PROTOCOL", "SSL")
+    kafka_env.setenv("QUOTAFLOW_KAFKA_SSL_CAFILE", str(missing))
+    assert_refused(tmp_path, command, f"QUOTAFLOW_KAFKA_SSL_CAFILE={str(missing)!r}: no such file or directory")
+
+
+def _certificates(tmp: Path) -> dict[str, Path]:
+    """Two self-signed certificates with their keys, and the first key encrypted (password "pw")."""
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=tmp, check=True, capture_output=True)
+
+    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1")  # quick to make
+    for name in ("a", "b"):
+        run("req", "-x509", *ec, "-nodes", "-days", "1", "-subj", f"/CN={name}", "-keyout", f"{name}.key", "-out", f"{name}.crt")
+    run("pkey", "-in", "a.key", "-aes256", "-passout", "pass:pw", "-out", "a.enc.key")
+    (tmp / "junk.pem").write_text("not a certificate\n")
+    return {n: tmp / n for n in ("a.crt", "a.key", "a.enc.key", "b.key", "junk.pem")}
+
+
+def _env(**files: Path | str) -> dict[str, str]:
+    return {"QUOTAFLOW_KAFKA_SECURITY_PROTOCOL": "SSL"} | {f"QUOTAFLOW_KAFKA_{k.upper()}": str(v) for k, v in files.items()}
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make certificates")
+def test_unusable_tls_files_are_named_when_the_settings_are_read(tmp_path: Path) -> None:
+    c = _certificates(tmp_path)
+
+    def refusal(**files: Path | str) -> str:
+        with pytest.raises(KafkaConfigError) as info:
+            KafkaSecurity.from_env(_env(**files))
+        return str(info.value)
+
+    assert refusal(ssl_cafile=tmp_path) == f"QUOTAFLOW_KAFKA_SSL_CAFILE={str(tmp_path)!r}: is a directory"
+    assert refusal(ssl_cafile=c["junk.pem"]).startswith(
+        f"QUOTAFLOW_KAFKA_SSL_CAFILE={str(c['junk.pem'])!r}: not a usable CA bundle (PEM): [X509"
+    )
+    assert refusal(ssl_certfile=c["a.crt"], ssl_keyfile=tmp_path / "gone.key") == (
+        f"QUOTAFLOW_KAFKA_SSL_KEYFILE={str(tmp_path / 'gone.key')!r}: no such file or directory"
+    )
+    assert refusal(ssl_certfile=c["a.crt"], ssl_keyfile=c["b.key"]).startswith(
+        f"QUOTAFLOW_KAFKA_SSL_CERTFILE={str(c['a.crt'])!r} with QUOTAFLOW_KAFKA_SSL_KEYFILE={str(c['b.key'])!r}: "
+        "not a usable certificate and key (PEM): "
+    )
+    # Never a password prompt on the terminal: the setting to add is named.
+    assert refusal(ssl_certfile=c["a.crt"], ssl_keyfile=c["a.enc.key"]) == (
+        f"QUOTAFLOW_KAFKA_SSL_KEYFILE={str(c['a.enc.key'])!r}: the key is encrypted; set QUOTAFLOW_KAFKA_SSL_KEY_PASSWORD"
+    )
+    assert "QUOTAFLOW_KAFKA_SSL_KEY_PASSWORD" in refusal(
+        ssl_certfile=c["a.crt"], ssl_keyfile=c["a.enc.key"], ssl_key_password="wrong"
+    )
+
+    good = KafkaSecurity.from_env(_env(ssl_cafile=c["a.crt"], ssl_certfile=c["a.crt"], ssl_keyfile=c["a.enc.key"], ssl_key_password="pw"))
+    assert isinstance(good.client_kwargs()["ssl_context"], ssl.SSLContext)
