@@ -32,7 +32,7 @@ import os
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -41,6 +41,8 @@ from streams.log.interface import LogError
 ENV_PREFIX = "QUOTAFLOW_KAFKA_"
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+N = TypeVar("N", int, float)
 
 
 _warned_plain = False
@@ -71,6 +73,23 @@ def _check_readable(name: str, path: str | None) -> None:
             pass
     except OSError as exc:
         raise KafkaConfigError(f"{ENV_PREFIX}{name}={path!r}: {_why(exc)}") from None
+
+
+def number_from_env(name: str, default: N, *, positive: bool = False, environ: Mapping[str, str] | None = None) -> N:
+    """A number setting of the Kafka log (`QUOTAFLOW_KAFKA_REPLICATION_FACTOR`, ...), of the type of
+    its default; unset or empty: the default."""
+    env = os.environ if environ is None else environ
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    kind = "a whole number" if isinstance(default, int) else "a number"
+    try:
+        value = type(default)(raw)
+    except ValueError:
+        raise KafkaConfigError(f"{name}={raw!r}: expected {kind}") from None
+    if value != value or (positive and value <= 0):  # NaN, or 0 where only more makes sense
+        raise KafkaConfigError(f"{name}={raw!r}: expected {kind} above 0")
+    return value
 
 
 def _warn_password_in_clear() -> None:

@@ -153,3 +153,20 @@ def test_unusable_tls_files_are_named_when_the_settings_are_read(tmp_path: Path)
 
     good = KafkaSecurity.from_env(_env(ssl_cafile=c["a.crt"], ssl_certfile=c["a.crt"], ssl_keyfile=c["a.enc.key"], ssl_key_password="pw"))
     assert isinstance(good.client_kwargs()["ssl_context"], ssl.SSLContext)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("QUOTAFLOW_KAFKA_REPLICATION_FACTOR", "three", "a whole number"),
+        ("QUOTAFLOW_KAFKA_APPEND_TIMEOUT_S", "2m", "a number"),
+        ("QUOTAFLOW_KAFKA_SESSION_TIMEOUT_MS", "0", "a whole number above 0"),
+    ],
+)
+# The sequencer's clients take none of these: it opens no KafkaLog.
+@pytest.mark.parametrize("command", [n for n in NAMES if n != "sequence"])
+def test_a_bad_number_is_named(
+    command: str, name: str, value: str, expected: str, kafka_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    kafka_env.setenv(name, value)
+    assert_refused(tmp_path, command, f"{name}={value!r}: expected {expected}")
