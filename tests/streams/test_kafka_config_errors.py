@@ -58,11 +58,19 @@ NAMES = [
 ]
 
 
+def _must_not_start(*args: object, **kwargs: object) -> None:
+    raise AssertionError("started with settings it should have refused")
+
+
 @pytest.fixture
 def kafka_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for name in list(os.environ):
         if name.startswith("QUOTAFLOW_KAFKA_"):
             monkeypatch.delenv(name)
+    # A setting let through must fail the test, not start a Faust worker or a sequencer in pytest's
+    # process (the other commands fail at once on the closed port).
+    monkeypatch.setattr("streams.agent.process.kafka_app", _must_not_start)
+    monkeypatch.setattr("streams.sequencer.run_sequencer", _must_not_start)
     return monkeypatch
 
 
@@ -170,3 +178,4 @@ def test_a_bad_number_is_named(
 ) -> None:
     kafka_env.setenv(name, value)
     assert_refused(tmp_path, command, f"{name}={value!r}: expected {expected}")
+
