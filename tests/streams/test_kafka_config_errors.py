@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from streams.cli.main import app
-from streams.log import LogError
+from streams.log import BrokerUrl, LogError
 from streams.log.kafka_config import KafkaConfigError, KafkaSecurity
 
 BROKER = "kafka://127.0.0.1:1"  # nothing listens there; nothing may try to
@@ -179,3 +179,36 @@ def test_a_bad_number_is_named(
     kafka_env.setenv(name, value)
     assert_refused(tmp_path, command, f"{name}={value!r}: expected {expected}")
 
+
+@pytest.mark.parametrize(
+    ("broker", "problem"),
+    [
+        ("kafka://127.0.0.1:abc", "the port of '127.0.0.1:abc' is not a number from 1 to 65535"),
+        ("kafka://127.0.0.1:99999", "the port of '127.0.0.1:99999' is not a number from 1 to 65535"),
+        ("kafka://:9092", "no host in ':9092'"),
+        ("kafka://a:9092,,b:9092", "an empty host in the list"),
+        ("kafka://[::1:9092", "'[::1:9092' is not [IPv6 address] or [IPv6 address]:port"),
+    ],
+)
+@pytest.mark.parametrize("command", NAMES)
+def test_a_bootstrap_list_kafka_cannot_parse_is_named(
+    command: str, broker: str, problem: str, kafka_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    argv = [broker if a == BROKER else a for a in commands(tmp_path)[command]]
+    result = CliRunner().invoke(app, argv)
+    assert "Traceback" not in result.output
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert (result.exit_code, result.stderr.strip()) == (2, f"quotaflow {command}: broker URL {broker!r}: {problem}")
+
+
+def test_a_bad_bootstrap_setting_is_named(kafka_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    kafka_env.setenv("QUOTAFLOW_KAFKA_BOOTSTRAP", "broker-0:9O92")
+    result = CliRunner().invoke(app, ["status", "--broker", "kafka://"])
+    assert (result.exit_code, result.stderr.strip()) == (
+        2, "quotaflow status: QUOTAFLOW_KAFKA_BOOTSTRAP='broker-0:9O92': the port of 'broker-0:9O92' is not a number from 1 to 65535"
+    )
+
+
+@pytest.mark.parametrize("bootstrap", ["127.0.0.1:9092", "a:1,b:2", "broker", "[::1]:9092", "[::1]", "::1"])
+def test_bootstrap_lists_kafka_takes_are_taken(bootstrap: str) -> None:
+    assert BrokerUrl.parse(f"kafka://{bootstrap}").location == bootstrap
