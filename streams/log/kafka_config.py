@@ -138,6 +138,12 @@ class KafkaSecurity:
                 raise KafkaConfigError(f"{protocol} needs {ENV_PREFIX}SASL_USERNAME and {ENV_PREFIX}SASL_PASSWORD")
         if protocol == "SASL_PLAINTEXT" and mechanism == "PLAIN":
             _warn_password_in_clear()
+        if get("SSL_CERTFILE") is None:
+            for name in ("SSL_KEYFILE", "SSL_KEY_PASSWORD"):
+                if get(name) is not None:
+                    # aiokafka would ignore it and send no client certificate; a broker that
+                    # asks for one closes the connection, which reads as an unreachable broker.
+                    raise KafkaConfigError(f"{ENV_PREFIX}{name} is set but {ENV_PREFIX}SSL_CERTFILE is not")
         check = (get("SSL_CHECK_HOSTNAME") or "true").lower()
         security = cls(
             security_protocol=protocol,

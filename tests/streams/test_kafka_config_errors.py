@@ -212,3 +212,12 @@ def test_a_bad_bootstrap_setting_is_named(kafka_env: pytest.MonkeyPatch, tmp_pat
 @pytest.mark.parametrize("bootstrap", ["127.0.0.1:9092", "a:1,b:2", "broker", "[::1]:9092", "[::1]", "::1"])
 def test_bootstrap_lists_kafka_takes_are_taken(bootstrap: str) -> None:
     assert BrokerUrl.parse(f"kafka://{bootstrap}").location == bootstrap
+
+
+@pytest.mark.parametrize("name", ["SSL_KEYFILE", "SSL_KEY_PASSWORD"])
+def test_a_client_key_without_its_certificate_is_named(name: str, kafka_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    key = tmp_path / "client.key"
+    key.write_text("")
+    kafka_env.setenv("QUOTAFLOW_KAFKA_SECURITY_PROTOCOL", "SSL")
+    kafka_env.setenv(f"QUOTAFLOW_KAFKA_{name}", str(key) if name == "SSL_KEYFILE" else "secret")
+    assert_refused(tmp_path, "status", f"QUOTAFLOW_KAFKA_{name} is set but QUOTAFLOW_KAFKA_SSL_CERTFILE is not")
