@@ -41,6 +41,8 @@ from streams.log.interface import LogError
 ENV_PREFIX = "QUOTAFLOW_KAFKA_"
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+CHECK_HOSTNAME_ON = ("1", "true", "yes", "https")
+CHECK_HOSTNAME_OFF = ("0", "false", "no", "none")
 
 N = TypeVar("N", int, float)
 
@@ -145,6 +147,10 @@ class KafkaSecurity:
                     # asks for one closes the connection, which reads as an unreachable broker.
                     raise KafkaConfigError(f"{ENV_PREFIX}{name} is set but {ENV_PREFIX}SSL_CERTFILE is not")
         check = (get("SSL_CHECK_HOSTNAME") or "true").lower()
+        # "https" and "" are what Kafka's ssl.endpoint.identification.algorithm takes. Anything
+        # else (a typo of "false") must not silently mean true.
+        if check not in CHECK_HOSTNAME_ON + CHECK_HOSTNAME_OFF:
+            raise KafkaConfigError(f"{ENV_PREFIX}SSL_CHECK_HOSTNAME={get('SSL_CHECK_HOSTNAME')!r}: expected true or false")
         security = cls(
             security_protocol=protocol,
             sasl_mechanism=mechanism,
@@ -154,7 +160,7 @@ class KafkaSecurity:
             ssl_certfile=get("SSL_CERTFILE"),
             ssl_keyfile=get("SSL_KEYFILE"),
             ssl_key_password=get("SSL_KEY_PASSWORD"),
-            ssl_check_hostname=check not in ("0", "false", "no", "none", ""),
+            ssl_check_hostname=check in CHECK_HOSTNAME_ON,
             client_id=get("CLIENT_ID") or "quotaflow",
         )
         # Now rather than when the first client starts: there the failure would surface as the

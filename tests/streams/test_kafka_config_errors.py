@@ -221,3 +221,15 @@ def test_a_client_key_without_its_certificate_is_named(name: str, kafka_env: pyt
     kafka_env.setenv("QUOTAFLOW_KAFKA_SECURITY_PROTOCOL", "SSL")
     kafka_env.setenv(f"QUOTAFLOW_KAFKA_{name}", str(key) if name == "SSL_KEYFILE" else "secret")
     assert_refused(tmp_path, "status", f"QUOTAFLOW_KAFKA_{name} is set but QUOTAFLOW_KAFKA_SSL_CERTFILE is not")
+
+
+def test_a_check_hostname_that_is_neither_true_nor_false_is_named(kafka_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    kafka_env.setenv("QUOTAFLOW_KAFKA_SECURITY_PROTOCOL", "SSL")
+    kafka_env.setenv("QUOTAFLOW_KAFKA_SSL_CHECK_HOSTNAME", "flase")
+    assert_refused(tmp_path, "status", "QUOTAFLOW_KAFKA_SSL_CHECK_HOSTNAME='flase': expected true or false")
+
+
+@pytest.mark.parametrize(("value", "checked"), [("", True), ("TRUE", True), ("https", True), ("False", False), ("0", False), ("none", False)])
+def test_check_hostname_values(value: str, checked: bool) -> None:
+    security = KafkaSecurity.from_env({"QUOTAFLOW_KAFKA_SECURITY_PROTOCOL": "SSL", "QUOTAFLOW_KAFKA_SSL_CHECK_HOSTNAME": value})
+    assert security.ssl_check_hostname is checked
