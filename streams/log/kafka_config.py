@@ -147,7 +147,7 @@ class KafkaSecurity:
                     # asks for one closes the connection, which reads as an unreachable broker.
                     raise KafkaConfigError(f"{ENV_PREFIX}{name} is set but {ENV_PREFIX}SSL_CERTFILE is not")
         check = (get("SSL_CHECK_HOSTNAME") or "true").lower()
-        # "https" and "" are what Kafka's ssl.endpoint.identification.algorithm takes. Anything
+        # "https" and "none" as Kafka's ssl.endpoint.identification.algorithm spells them. Anything
         # else (a typo of "false") must not silently mean true.
         if check not in CHECK_HOSTNAME_ON + CHECK_HOSTNAME_OFF:
             raise KafkaConfigError(f"{ENV_PREFIX}SSL_CHECK_HOSTNAME={get('SSL_CHECK_HOSTNAME')!r}: expected true or false")
