@@ -29,9 +29,13 @@ def run(command: str, coro_fn: Callable[[], Awaitable[T]]) -> T:
     import asyncio
 
     from streams.log import LogError
+    from streams.log.kafka_config import KafkaConfigError
 
     try:
         return asyncio.run(coro_fn())  # type: ignore[arg-type]
+    except KafkaConfigError as exc:
+        # A setting to fix, as the agent and the sequencer report it: not the log's failure.
+        raise fail(command, str(exc), 2) from None
     except LogError as exc:
         raise fail(command, str(exc)) from None
     except KeyboardInterrupt:

@@ -31,6 +31,7 @@ def register(app: typer.Typer) -> None:
         import asyncio
 
         from domain.timestamps import TimestampError, parse_time
+        from streams.log.kafka_config import KafkaConfigError
         from streams.whatif.estimate import EstimateError
         from streams.whatif.estimate import estimate as run_estimate
         from streams.whatif.source import SourceError, read_file, read_log
@@ -45,6 +46,8 @@ def register(app: typer.Typer) -> None:
                 raise fail("estimate", f"--now: {exc}", 2) from None
         try:
             records = read_file(events_file) if events_file is not None else asyncio.run(read_log(broker))
+        except KafkaConfigError as exc:
+            raise fail("estimate", str(exc), 2) from None
         except SourceError as exc:
             raise fail("estimate", str(exc), 1) from None
         try:

@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
         cohort and priority."""
         import asyncio
 
+        from streams.log.kafka_config import KafkaConfigError
         from streams.whatif.changes import ChangeError, parse_at, sweep
         from streams.whatif.run import run
         from streams.whatif.simulation import Stalled
@@ -66,6 +67,8 @@ def register(app: typer.Typer) -> None:
                 records = asyncio.run(read_log(broker))
                 if not replay_recorded:
                     decisions = asyncio.run(read_decisions(broker, len(records)))
+        except KafkaConfigError as exc:
+            raise fail("whatif", str(exc), 2) from None
         except SourceError as exc:
             raise fail("whatif", str(exc), 1) from None
         verbose = not json_out and sys.stderr.isatty()

@@ -46,7 +46,7 @@ from typing import Self
 
 import msgspec
 
-from streams.settings import Settings
+from streams.settings import ENV_KAFKA_BOOTSTRAP, Settings
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -268,13 +268,49 @@ class BrokerUrl:
         if not sep:
             raise LogError(f"broker URL {url!r}: expected kafka://host:port or sqlite:///path")
         if scheme == "kafka":
-            bootstrap = rest.strip("/") or (settings or Settings.from_env()).kafka_bootstrap
+            from streams.log.kafka_config import KafkaConfigError
+
+            named = rest.strip("/")
+            bootstrap = named or (settings or Settings.from_env()).kafka_bootstrap
+            problem = _bootstrap_problem(bootstrap)
+            if problem:
+                # Else aiokafka and Faust fail on it with a ValueError deep in their start.
+                source = f"broker URL {url!r}" if named else f"{ENV_KAFKA_BOOTSTRAP}={bootstrap!r}"
+                raise KafkaConfigError(f"{source}: {problem}")
             return cls("kafka", bootstrap)
         if scheme == "sqlite":
             if not rest.startswith("/") or rest == "/":
                 raise LogError(f"broker URL {url!r}: expected sqlite:///relative.db or sqlite:////abs/path.db")
             return cls("sqlite", rest[1:])
         raise LogError(f"broker URL {url!r}: unknown scheme {scheme!r} (kafka or sqlite)")
+
+
+def _bootstrap_problem(bootstrap: str) -> str | None:
+    """What aiokafka cannot parse in a bootstrap list (host[:port],... with IPv6 addresses in
+    brackets when a port follows); None when it can."""
+    import socket
+
+    for server in bootstrap.split(","):
+        server = server.strip()
+        if server.startswith("["):
+            host, bracket, rest = server[1:].partition("]")
+            if not bracket or (rest and not rest.startswith(":")):
+                return f"{server!r} is not [IPv6 address] or [IPv6 address]:port"
+            port = rest[1:] if rest else None
+        elif server.count(":") > 1:
+            try:
+                socket.inet_pton(socket.AF_INET6, server)
+                host, port = server, None
+            except OSError:
+                host, _, port = server.rpartition(":")
+        else:
+            host, _, port = server.partition(":")
+            port = port if ":" in server else None
+        if not host:
+            return f"no host in {server!r}" if server else "an empty host in the list"
+        if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+            return f"the port of {server!r} is not a number from 1 to 65535"
+    return None
 
 
 def open_log(url: str, settings: Settings | None = None) -> EventLog:

@@ -69,7 +69,7 @@ from streams.log import (
     Transaction,
     TransactionalWriter,
 )
-from streams.log.kafka_config import KafkaSecurity
+from streams.log.kafka_config import KafkaSecurity, number_from_env
 
 log = structlog.get_logger("quotaflow.kafka")
 
@@ -134,12 +134,15 @@ class KafkaLog(EventLog):
         self.bootstrap = bootstrap
         self.url = f"kafka://{bootstrap}"
         self.security = security or KafkaSecurity.from_env()
+        # Every number setting is read here, when the log is opened, so a bad one stops the command
+        # at start (KafkaConfigError) rather than in the middle of an agent's election.
         if replication_factor is None:
-            replication_factor = int(os.environ.get(ENV_REPLICATION_FACTOR, "-1") or -1)
+            replication_factor = number_from_env(ENV_REPLICATION_FACTOR, -1)  # 0 or less: 3, or fewer brokers
         self.replication_factor = replication_factor
         self._producer: AIOKafkaProducer | None = None
         self._producer_lock = asyncio.Lock()
-        self.append_timeout_s = float(os.environ.get(ENV_APPEND_TIMEOUT_S, "") or APPEND_TIMEOUT_S)
+        self.append_timeout_s = number_from_env(ENV_APPEND_TIMEOUT_S, APPEND_TIMEOUT_S, positive=True)
+        self.session_timeout_ms = number_from_env(ENV_SESSION_TIMEOUT_MS, 6000, positive=True)
 
     def client_kwargs(self, role: str) -> dict[str, Any]:
         return {
@@ -414,7 +417,7 @@ class KafkaWriter(TransactionalWriter):
         self._elected = asyncio.Event()
         self._producer: AIOKafkaProducer | None = None
         self._lost = False
-        self.session_timeout_ms = int(os.environ.get(ENV_SESSION_TIMEOUT_MS, "6000") or 6000)
+        self.session_timeout_ms = log_.session_timeout_ms
         self.instance_id = os.environ.get(ENV_INSTANCE_ID) or None
         self.transaction_timeout_ms = 30_000
 

@@ -120,6 +120,7 @@ async def read_log(url: str) -> list[TimedRecord]:
     """The whole input log of a broker URL (SQLite or Kafka). A null record folds as empty
     bytes, as the agent folds it."""
     from streams.log import LogError, Topics, open_log
+    from streams.log.kafka_config import KafkaConfigError
     from streams.settings import Settings
 
     settings = Settings.from_env()
@@ -139,6 +140,8 @@ async def read_log(url: str) -> list[TimedRecord]:
             records = await log.read_all(Topics.from_settings(settings).input)
         finally:
             await log.close()
+    except KafkaConfigError:
+        raise  # a setting to fix, not a log that cannot be read: the command names it
     except LogError as exc:
         raise SourceError(f"cannot read the log at {url}: {exc}") from None
     except Exception as exc:  # a corrupt SQLite file, an unreachable broker
