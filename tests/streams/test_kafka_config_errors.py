@@ -71,6 +71,10 @@ def kafka_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     # process (the other commands fail at once on the closed port).
     monkeypatch.setattr("streams.agent.process.kafka_app", _must_not_start)
     monkeypatch.setattr("streams.sequencer.run_sequencer", _must_not_start)
+    # The long-running commands point structlog at standard error, here the runner's stream,
+    # closed once the command returns; loggers cached on first use would keep writing to it in
+    # every later test of this worker.
+    monkeypatch.setattr("streams.agent.structured_logs.configure", lambda *a, **k: None)
     return monkeypatch
 
 
