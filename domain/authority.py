@@ -54,14 +54,14 @@ _VERBS: Final = {
     "WorkloadPodsReady": "update",
     "Tick": "append",
 }
+# Why a tenant may not send them, as each refusal says.
+_ADMIN_CONFIGURATION: Final = "configuration and admission check states come only from the admin topic"
+_ADMIN_REPORTS: Final = "pods readiness and Ticks come only from the admin topic"
 # What the refusal of each event a tenant may not send names, besides configuration, and why.
 _REFUSED: Final = {
-    "AdmissionCheckStateChanged": (
-        "admission check states",
-        "configuration and admission check states come only from the admin topic",
-    ),
-    "WorkloadPodsReady": ("pods readiness", "pods readiness and Ticks come only from the admin topic"),
-    "Tick": ("Ticks", "pods readiness and Ticks come only from the admin topic"),
+    "AdmissionCheckStateChanged": ("admission check states", _ADMIN_CONFIGURATION),
+    "WorkloadPodsReady": ("pods readiness", _ADMIN_REPORTS),
+    "Tick": ("Ticks", _ADMIN_REPORTS),
 }
 
 
@@ -138,7 +138,7 @@ def check_source(source: str | None, etype: object, raw: Mapping[str, Any]) -> N
         if verb is None:
             return  # not an event type at all: the engine says so
         if etype.startswith("Config"):
-            what, rule = _resource(etype, raw), _REFUSED["AdmissionCheckStateChanged"][1]
+            what, rule = _resource(etype, raw), _ADMIN_CONFIGURATION
         else:
             what, rule = _REFUSED[etype]
         raise InvalidInput(reasons.FORBIDDEN, f'source "{source}" cannot {verb} {what}: {rule}')
