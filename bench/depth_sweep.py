@@ -388,26 +388,15 @@ def searches(engine_cls: type, stream: Stream, assigned: list[int] | None = None
             original = cls.__dict__[method]
             if not hasattr(original, "__code__"):
                 return None  # compiled
-
-            def wrapper(self: Any, *a: Any, _o: Any = original, **k: Any) -> Any:
-                counted[0] += 1
-                return _o(self, *a, **k)
-
             try:
-                setattr(cls, method, wrapper)
+                patched.append(_count_calls(cls, method, counted))
             except TypeError:
                 return None
-            patched.append((cls, method, original))
         made = [0]
         sched = getattr(sys.modules.get(prefix + "domain.scheduler"), "Scheduler", None)
         assign = sched.__dict__.get("assign") if sched is not None else None
         if assigned is not None and assign is not None and hasattr(assign, "__code__"):
-            def assigning(self: Any, *a: Any, _o: Any = assign, **k: Any) -> Any:
-                made[0] += 1
-                return _o(self, *a, **k)
-
-            setattr(sched, "assign", assigning)
-            patched.append((sched, "assign", assign))
+            patched.append(_count_calls(sched, "assign", made))
         woken: dict[str, None] = {}
         if retries is not None:
             patched += _hook_wakes(prefix, woken)
@@ -428,6 +417,19 @@ def searches(engine_cls: type, stream: Stream, assigned: list[int] | None = None
     finally:
         for owner, name, original in patched:
             setattr(owner, name, original)
+
+
+def _count_calls(owner: Any, attr: str, counter: list[int]) -> tuple[Any, str, Any]:
+    """Make each call of `owner.attr` add one to `counter[0]`; (owner, attr, the original), to
+    put it back."""
+    original = owner.__dict__[attr]
+
+    def counting(*a: Any, **k: Any) -> Any:
+        counter[0] += 1
+        return original(*a, **k)
+
+    setattr(owner, attr, counting)
+    return owner, attr, original
 
 
 # Kueue main does not retry a cohort tree's inadmissible workloads when quota comes back: it asks
