@@ -539,6 +539,26 @@ def _setup_len(stream: Stream) -> int:
     return len(stream.prelude)
 
 
+def _depths(text: str) -> list[int]:
+    try:
+        depths = [int(d) for d in text.split(",") if d.strip()]
+    except ValueError:
+        depths = []
+    if not depths or min(depths) < 1:
+        raise argparse.ArgumentTypeError("whole numbers of at least 1, comma-separated (8,80)")
+    return depths
+
+
+def _names(choices: Sequence[str]) -> Any:
+    def parse(text: str) -> list[str]:
+        names = [x.strip() for x in text.split(",") if x.strip()]
+        if any(x not in choices for x in names):
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(choices)}")
+        return names
+
+    return parse
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     which = parser.add_mutually_exclusive_group()
@@ -546,25 +566,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     which.add_argument("--base-dir", help="a checkout whose domain/ is compared as it stands there "
                                           "(compiled if built there: deploy/compile.py in a copy)")
     parser.add_argument("--quick", action="store_true", help="small streams: a smoke run in a few minutes")
-    parser.add_argument("--depths", help="outstanding workloads per ClusterQueue (default 8,80)")
+    parser.add_argument("--depths", type=_depths, default=[8, 80],
+                        help="outstanding workloads per ClusterQueue, comma-separated (default 8,80)")
     parser.add_argument("--cohorts", type=int)
     parser.add_argument("--per-cohort", type=int, default=10)
     parser.add_argument("--events", type=int, help="timed events per sweep row")
     parser.add_argument("--submit-all", type=int, help="workloads of the submit-all stream (0: skip)")
     parser.add_argument("--preemption-events", type=int, help="timed events of the preemption stream (0: skip)")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES))
-    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--strategies", type=_names(STRATEGIES), default=list(STRATEGIES),
+                        help=f"any of {','.join(STRATEGIES)} (empty: no sweep rows)")
+    parser.add_argument("--policies", type=_names(POLICIES), default=list(POLICIES),
+                        help=f"any of {','.join(POLICIES)}")
     parser.add_argument("--chunk", type=int, default=250)
     parser.add_argument("--no-memory", action="store_true")
     args = parser.parse_args(argv)
     quick = args.quick
-    depths = [int(d) for d in (args.depths or "8,80").split(",")]
+    depths = args.depths
     cohorts = args.cohorts or (2 if quick else 10)
     events = args.events or (1500 if quick else 20000)
     submit_all = args.submit_all if args.submit_all is not None else (10000 if quick else 200000)
     pre_events = args.preemption_events if args.preemption_events is not None else (2000 if quick else 25000)
-    strategies = [s for s in args.strategies.split(",") if s]
-    policies = [p for p in args.policies.split(",") if p]
+    strategies, policies = args.strategies, args.policies
 
     with tempfile.TemporaryDirectory(prefix="depth-sweep-") as tmp:
         workdir = Path(tmp)

@@ -71,3 +71,11 @@ def test_the_table_reports_decisions_per_event() -> None:
            "same": True, "rate_ours": 100.0, "decisions": 2.5, "pending": 1.5, "retries": (0.5, 0.25)}
     out = depth_sweep.table([row], ["ours"])
     assert "| 2.5 (1.5) | 0.50 (0.25) | yes |" in out
+
+
+@pytest.mark.parametrize("argv", [["--depths", "x"], ["--depths", "0,8"], ["--policies", "classic"]])
+def test_a_wrong_argument_is_refused_by_name(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        depth_sweep.main(argv)
+    assert exit_.value.code == 2
+    assert f"argument {argv[0]}" in capsys.readouterr().err
